@@ -1,0 +1,37 @@
+# lib.sh: shared settings of the Calaf test ground scripts (sourced, not run).
+# shellcheck shell=bash disable=SC2034 # settings used by the scripts that source this file
+# Everything the test ground builds lives under $CALAF_CACHE, outside the clone;
+# everything a running cluster writes lives under $CALAF_RUN.
+
+KUBE_VERSION=v1.37.2
+ETCD_VERSION=v3.6.16
+GROUND_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(cd "$GROUND_DIR/../.." && pwd)
+CALAF_CACHE=${CALAF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/calaf}
+BIN_DIR=$CALAF_CACHE/k8s-$KUBE_VERSION/bin
+IMAGE_DIR=$CALAF_CACHE/images
+CALAF_RUN=${CALAF_RUN:-/var/run/calaf-ground}
+KUBECONFIG_OUT=${CALAF_KUBECONFIG:-$CALAF_RUN/kubeconfig}
+
+log() { printf '[ground %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Node mode (cluster-up.sh / cluster-down.sh): fixed names, ports and address ranges.
+PAUSE_IMAGE=calaf.local/pause:1      # must equal containerd's sandbox_image
+BUSYBOX_IMAGE=calaf.local/busybox:1  # busybox-only workload image for end-to-end tests
+NODE_NAME=127.0.0.1                  # kubelet --hostname-override: the node's name and address
+CNI_NETWORK=calaf-ground             # CNI network name (prefix of its result files)
+CNI_BRIDGE=calaf0                    # the bridge the CNI plugin creates for pods
+POD_CIDR=10.244.0.0/24
+SERVICE_CIDR=10.96.0.0/16
+CONTAINERD_SOCK=$CALAF_RUN/containerd/containerd.sock
+PID_DIR=$CALAF_RUN/pids
+LOG_DIR=$CALAF_RUN/logs
+# Host sysctls kubelet and the bridge plugin change; saved at start, restored at stop.
+SAVED_SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forward)
+
+# pid_alive NAME: true when the process recorded as NAME still runs.
+pid_alive() {
+  local f=$PID_DIR/$1.pid
+  [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null
+}
