@@ -29,6 +29,9 @@ PID_DIR=$CALAF_RUN/pids
 LOG_DIR=$CALAF_RUN/logs
 # Host sysctls kubelet and the bridge plugin change; saved at start, restored at stop.
 SAVED_SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forward)
+# Fixed host paths that kubelet, containerd and CNI create whatever they are configured with;
+# those absent before cluster-up are removed by cluster-down.
+HOST_PATHS=(/var/lib/kubelet /var/log/containers /var/lib/cni /run/containerd /usr/libexec/kubernetes)
 
 # pid_alive NAME: true when the process recorded as NAME still runs.
 pid_alive() {
