@@ -1,0 +1,278 @@
+package tosca
+
+import (
+	contextpkg "context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/tliron/exturl"
+	"github.com/tliron/go-ard"
+	"github.com/tliron/kutil/problems"
+	cloutpkg "github.com/tliron/puccini/clout"
+	"github.com/tliron/puccini/clout/js"
+	"github.com/tliron/puccini/tosca/parser"
+
+	"calaf.io/calaf/internal/lru"
+	"calaf.io/calaf/profiles"
+)
+
+// Compiled is a package compiled into a Clout: parsed, validated and normalized, with its
+// requirements not yet resolved and its values not yet coerced (both run in the sandbox
+// when rendering). It is shared through the cache: never mutate
+// Clout, work on Clout.Copy().
+type Compiled struct {
+	Clout *cloutpkg.Clout
+	// Key identifies the package content and the inputs that produced this Clout.
+	Key    string
+	Digest string
+	Inputs map[string]any
+	// Package is the package the Clout was compiled from; it stays open while cached.
+	Package *Package
+}
+
+// Compiler compiles packages with Puccini; it runs no JavaScript. Puccini v0.22.7 races when two parses run at
+// once and its parser caches imports forever, so a Compiler runs one compile at a time,
+// each with a new parser. Results are cached by package digest and inputs.
+type Compiler struct {
+	Log logr.Logger
+	// OnCompile, if set, is called after every compile attempt that was not a cache hit.
+	OnCompile func(duration time.Duration, err error)
+
+	lock  sync.Mutex
+	cache *lru.Cache[*Compiled]
+}
+
+// NewCompiler returns a compiler keeping up to cacheSize compiled packages.
+func NewCompiler(cacheSize int) *Compiler {
+	return &Compiler{cache: lru.New[*Compiled](cacheSize)}
+}
+
+// CacheKey identifies a compile: the package digest and the inputs.
+func CacheKey(digest string, inputs map[string]any) string {
+	h := sha256.New()
+	h.Write([]byte(digest))
+	h.Write([]byte{0})
+	data, _ := json.Marshal(inputs) // maps marshal with sorted keys
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Cached returns the compiled package for key, if cached.
+func (c *Compiler) Cached(key string) (*Compiled, bool) {
+	return c.cache.Get(key)
+}
+
+// Compile parses and compiles pkg with inputs. Every problem becomes a
+// Diagnostic of an *InvalidError; a cache hit returns the earlier result.
+func (c *Compiler) Compile(ctx contextpkg.Context, pkg *Package, inputs map[string]any) (*Compiled, error) {
+	key := CacheKey(pkg.Digest, inputs)
+	if compiled, ok := c.cache.Get(key); ok {
+		return compiled, nil
+	}
+	c.lock.Lock()
+	defer c.lock.Unlock()
+	if compiled, ok := c.cache.Get(key); ok {
+		return compiled, nil
+	}
+	start := time.Now()
+	clout, err := c.compile(ctx, pkg, inputs)
+	if c.OnCompile != nil {
+		c.OnCompile(time.Since(start), err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg}
+	c.cache.Put(key, compiled)
+	return compiled, nil
+}
+
+func (c *Compiler) compile(ctx contextpkg.Context, pkg *Package, inputs map[string]any) (clout *cloutpkg.Clout, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.Log.Error(nil, "Puccini panicked", "panic", r, "stack", string(debug.Stack()))
+			clout, err = nil, Invalid(pkg.Entry, "the TOSCA parser failed on this package: %v", r)
+		}
+	}()
+	imports, err := profiles.Imports()
+	if err != nil {
+		return nil, err
+	}
+	allowed := make(map[string]bool, len(imports))
+	for public, internal := range imports {
+		allowed[public], allowed[internal] = true, true
+	}
+	if err := pkg.preflight(allowed); err != nil {
+		return nil, err
+	}
+
+	urlContext := exturl.NewContext()
+	defer urlContext.Release()
+	for public, internal := range imports {
+		urlContext.Map(public, internal)
+	}
+	entry, err := pkg.Path(pkg.Entry)
+	if err != nil {
+		return nil, Invalid(pkg.Entry, "%v", err)
+	}
+	entryURL, err := urlContext.NewValidFileURL(entry)
+	if err != nil {
+		return nil, Invalid(pkg.Entry, "%v", err)
+	}
+
+	parserContext := parser.NewParser().NewContext()
+	parserContext.URL = entryURL
+	parserContext.Inputs = toARDInputs(inputs)
+	serviceTemplate, parseErr := parserContext.Parse(ctx)
+	var probs *problems.Problems
+	if parserContext.Root != nil {
+		probs = parserContext.GetProblems()
+	}
+	if diags := pkg.diagnostics(probs); len(diags) > 0 {
+		return nil, &InvalidError{Diagnostics: diags}
+	}
+	if parseErr != nil {
+		return nil, Invalid(pkg.Entry, "%v", parseErr)
+	}
+	if err := pkg.checkReadFiles(parserContext.Files); err != nil {
+		return nil, err
+	}
+
+	clout, err = serviceTemplate.Compile()
+	if err != nil {
+		return nil, Invalid(pkg.Entry, "compile: %v", err)
+	}
+	if err := fixPucciniScriptlets(clout); err != nil {
+		return nil, err
+	}
+	return clout, nil
+}
+
+// checkReadFiles verifies, after parsing, that Puccini read nothing from outside the
+// package and the embedded profiles (the preflight should already guarantee it).
+func (p *Package) checkReadFiles(files parser.Files) error {
+	for _, file := range files {
+		u := file.GetContext().URL
+		if u == nil {
+			continue
+		}
+		switch url := u.(type) {
+		case *exturl.FileURL:
+			if _, inside := p.Rel(url.Path); !inside {
+				return Invalid(p.Entry, "the template reads %s, which is outside the package", url.Path)
+			}
+		case *exturl.InternalURL:
+		default:
+			return Invalid(p.Entry, "the template reads %s, which is not a package file", u.String())
+		}
+	}
+	return nil
+}
+
+// diagnostics converts Puccini's problems, locating each in a package-relative file.
+func (p *Package) diagnostics(probs *problems.Problems) []Diagnostic {
+	if probs == nil || probs.Empty() {
+		return nil
+	}
+	var diags []Diagnostic
+	for _, problem := range probs.Slice() {
+		d := Diagnostic{File: p.relativeSource(problem.Section), Path: problem.Item, Message: problem.Message}
+		if problem.Row > 0 {
+			d.Line = problem.Row
+		}
+		if problem.Column > 0 {
+			d.Column = problem.Column
+		}
+		diags = append(diags, d)
+	}
+	sort.SliceStable(diags, func(i, j int) bool {
+		if diags[i].File != diags[j].File {
+			return diags[i].File < diags[j].File
+		}
+		return diags[i].Line < diags[j].Line
+	})
+	return diags
+}
+
+// relativeSource turns a Puccini problem section (a URL) into a package-relative path.
+func (p *Package) relativeSource(section string) string {
+	if section == "" {
+		return ""
+	}
+	if u, err := url.Parse(section); err == nil && u.Scheme == "file" {
+		if rel, ok := p.Rel(u.Path); ok {
+			return rel
+		}
+	}
+	if strings.HasPrefix(section, "/") {
+		if rel, ok := p.Rel(section); ok {
+			return rel
+		}
+	}
+	return section
+}
+
+// fixPucciniScriptlets repairs a typo in Puccini v0.22.7's bundled tosca.lib.utils
+// ("toexportssca") that breaks policies targeting a group.
+func fixPucciniScriptlets(clout *cloutpkg.Clout) error {
+	source, err := js.GetScriptlet("tosca.lib.utils", clout)
+	if err != nil {
+		return nil // not a TOSCA Clout with Puccini's library: nothing to fix
+	}
+	if fixed := strings.ReplaceAll(source, "toexportssca.isTosca", "exports.isTosca"); fixed != source {
+		return js.SetScriptlet("tosca.lib.utils", fixed, clout)
+	}
+	return nil
+}
+
+// toARDInputs converts decoded inputs to the value shapes Puccini's readers expect.
+func toARDInputs(inputs map[string]any) map[string]ard.Value {
+	if inputs == nil {
+		return nil
+	}
+	converted := make(map[string]ard.Value, len(inputs))
+	for name, value := range inputs {
+		converted[name] = toARD(value)
+	}
+	return converted
+}
+
+func toARD(value any) ard.Value {
+	switch v := value.(type) {
+	case map[string]any:
+		m := make(ard.Map, len(v))
+		for key, item := range v {
+			m[key] = toARD(item)
+		}
+		return m
+	case []any:
+		l := make(ard.List, len(v))
+		for i, item := range v {
+			l[i] = toARD(item)
+		}
+		return l
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	case int:
+		return int64(v)
+	}
+	return value
+}
+
+// String identifies the compiled package in logs.
+func (c *Compiled) String() string {
+	return fmt.Sprintf("%s (%s)", c.Package.Entry, c.Digest)
+}

@@ -1,0 +1,426 @@
+package tosca
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Limits bound what a package may hold. They protect the operator and the CLI from zip
+// bombs and oversized packages; the sizes count decompressed bytes actually read, never
+// the sizes an archive claims.
+type Limits struct {
+	MaxTotalBytes int64
+	MaxFileBytes  int64
+	MaxFiles      int
+}
+
+// DefaultLimits allow 64 MiB in at most 4096 files, none above 32 MiB.
+func DefaultLimits() Limits {
+	return Limits{MaxTotalBytes: 64 << 20, MaxFileBytes: 32 << 20, MaxFiles: 4096}
+}
+
+// File is one regular file of a package.
+type File struct {
+	Path   string `json:"path"` // slash-separated, relative to the package root
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Package is a TOSCA service package laid out as files in a directory.
+type Package struct {
+	// Root is the absolute directory holding the files.
+	Root string
+	// Entry is the slash-separated path of the entry service template, relative to Root.
+	Entry string
+	// Digest ("sha256:<hex>") identifies the content of every file and its path.
+	Digest string
+	// Files lists every regular file, sorted by path.
+	Files []File
+	// Meta holds the keys of TOSCA-Metadata/TOSCA.meta, when the package has one.
+	Meta map[string]string
+
+	limits    Limits
+	temporary bool
+}
+
+// Open reads a package from a directory, a CSAR or other zip or tar(.gz) archive, or a
+// single YAML service template (whose directory is then the package). Archives are
+// extracted into a new temporary directory that Close removes.
+func Open(source string, limits Limits) (*Package, error) {
+	info, err := os.Stat(source)
+	if err != nil {
+		return nil, Invalid(source, "cannot read package: %v", errors.Unwrap(err))
+	}
+	if info.IsDir() {
+		return openDirectory(source, "", limits)
+	}
+	if info.Size() == 0 {
+		return nil, Invalid(filepath.Base(source), "package is empty")
+	}
+	head, err := readHead(source)
+	if err != nil {
+		return nil, Invalid(source, "cannot read package: %v", err)
+	}
+	if kind := archiveKind(head); kind != "" {
+		if info.Size() > limits.MaxTotalBytes {
+			return nil, Invalid(filepath.Base(source), "package is %d bytes, more than the limit of %d", info.Size(), limits.MaxTotalBytes)
+		}
+		data, err := os.ReadFile(source)
+		if err != nil {
+			return nil, Invalid(source, "cannot read package: %v", err)
+		}
+		return OpenArchive(data, filepath.Base(source), limits)
+	}
+	return openDirectory(filepath.Dir(source), filepath.Base(source), limits)
+}
+
+// OpenArchive extracts a zip or tar(.gz) archive held in memory into a new temporary
+// directory. name is used in diagnostics only.
+func OpenArchive(data []byte, name string, limits Limits) (*Package, error) {
+	if len(data) == 0 {
+		return nil, Invalid(name, "package is empty")
+	}
+	root, err := os.MkdirTemp("", "calaf-package-")
+	if err != nil {
+		return nil, err
+	}
+	pkg := &Package{Root: root, limits: limits, temporary: true}
+	x := &extractor{root: root, limits: limits, name: name, seen: map[string]bool{}}
+	switch archiveKind(data) {
+	case "zip":
+		err = x.zip(data)
+	case "gzip":
+		err = x.gzip(data)
+	case "tar":
+		err = x.tar(bytes.NewReader(data))
+	default:
+		err = Invalid(name, "package is neither a zip (CSAR) nor a tar archive")
+	}
+	if err == nil {
+		err = pkg.finish(x.files, "")
+	}
+	if err != nil {
+		pkg.Close()
+		return nil, err
+	}
+	return pkg, nil
+}
+
+// Close removes the extracted files of an archive package; it leaves directories the
+// package was opened from untouched.
+func (p *Package) Close() error {
+	if p == nil || !p.temporary {
+		return nil
+	}
+	return os.RemoveAll(p.Root)
+}
+
+// ReadFile returns the content of a package file. The path is relative to the package
+// root; paths that leave the package are refused.
+func (p *Package) ReadFile(rel string) ([]byte, error) {
+	clean, err := cleanRelative(rel)
+	if err != nil {
+		return nil, err
+	}
+	full := filepath.Join(p.Root, filepath.FromSlash(clean))
+	info, err := os.Lstat(full)
+	if err != nil {
+		return nil, fmt.Errorf("file %q not found in package", rel)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%q is not a regular file", rel)
+	}
+	if info.Size() > p.limits.MaxFileBytes {
+		return nil, fmt.Errorf("file %q is larger than %d bytes", rel, p.limits.MaxFileBytes)
+	}
+	return os.ReadFile(full)
+}
+
+// Path returns the absolute path of a package file after checking that it stays inside.
+func (p *Package) Path(rel string) (string, error) {
+	clean, err := cleanRelative(rel)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(p.Root, filepath.FromSlash(clean)), nil
+}
+
+// Rel turns an absolute path inside the package into a package-relative slash path; ok is
+// false when the path is outside.
+func (p *Package) Rel(abs string) (string, bool) {
+	rel, err := filepath.Rel(p.Root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+func openDirectory(dir, entry string, limits Limits) (*Package, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	pkg := &Package{Root: root, limits: limits}
+	var files []File
+	var total int64
+	err = filepath.WalkDir(root, func(full string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, full)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		case d.Type()&fs.ModeSymlink != 0:
+			return Invalid(rel, "symbolic links are not allowed in a package")
+		case !d.Type().IsRegular():
+			return Invalid(rel, "only regular files are allowed in a package")
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if len(files)+1 > limits.MaxFiles {
+			return Invalid(rel, "package has more than %d files", limits.MaxFiles)
+		}
+		if info.Size() > limits.MaxFileBytes {
+			return Invalid(rel, "file is %d bytes, more than the limit of %d", info.Size(), limits.MaxFileBytes)
+		}
+		if total += info.Size(); total > limits.MaxTotalBytes {
+			return Invalid(rel, "package is larger than %d bytes", limits.MaxTotalBytes)
+		}
+		sum, err := hashFile(full)
+		if err != nil {
+			return err
+		}
+		files = append(files, File{Path: rel, Size: info.Size(), SHA256: sum})
+		return nil
+	})
+	if err != nil {
+		if IsInvalid(err) {
+			return nil, err
+		}
+		return nil, Invalid(dir, "cannot read package: %v", err)
+	}
+	if err := pkg.finish(files, entry); err != nil {
+		return nil, err
+	}
+	return pkg, nil
+}
+
+// finish sorts the files, computes the digest and finds the entry service template.
+func (p *Package) finish(files []File, entry string) error {
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	p.Files = files
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\n", f.Path, f.Size, f.SHA256)
+	}
+	p.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if entry != "" {
+		p.Entry = entry
+		return nil
+	}
+	return p.findEntry()
+}
+
+func hashFile(full string) (string, error) {
+	f, err := os.Open(full)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func readHead(source string) ([]byte, error) {
+	f, err := os.Open(source)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return head[:n], nil
+}
+
+// archiveKind recognizes archives by their magic bytes, never by file name.
+func archiveKind(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")), bytes.HasPrefix(head, []byte("PK\x05\x06")):
+		return "zip"
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return "gzip"
+	case len(head) >= 262 && bytes.Equal(head[257:262], []byte("ustar")):
+		return "tar"
+	}
+	return ""
+}
+
+// cleanRelative normalizes an archive entry or package path and refuses anything that
+// would leave the package: absolute paths, "..", backslashes and NUL bytes.
+func cleanRelative(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, "\\\x00") {
+		return "", fmt.Errorf("path %q is not allowed in a package", name)
+	}
+	if strings.HasPrefix(name, "/") || filepath.IsAbs(name) {
+		return "", fmt.Errorf("absolute path %q is not allowed in a package", name)
+	}
+	clean := path.Clean(name)
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("path %q leaves the package", name)
+	}
+	return clean, nil
+}
+
+// extractor writes archive entries below root, counting what it really decompresses.
+type extractor struct {
+	root   string
+	name   string
+	limits Limits
+	total  int64
+	files  []File
+	seen   map[string]bool
+}
+
+func (x *extractor) zip(data []byte) error {
+	r, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return Invalid(x.name, "not a valid zip archive (CSAR): %v", err)
+	}
+	for _, f := range r.File {
+		mode := f.Mode()
+		switch {
+		case mode&fs.ModeSymlink != 0:
+			return Invalid(f.Name, "symbolic links are not allowed in a package")
+		case mode.IsDir() || strings.HasSuffix(f.Name, "/"):
+			if err := x.dir(f.Name); err != nil {
+				return err
+			}
+			continue
+		case !mode.IsRegular():
+			return Invalid(f.Name, "only regular files are allowed in a package")
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return Invalid(f.Name, "cannot read zip entry: %v", err)
+		}
+		err = x.file(f.Name, rc)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *extractor) gzip(data []byte) error {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return Invalid(x.name, "not a valid gzip archive: %v", err)
+	}
+	defer zr.Close()
+	return x.tar(bufio.NewReader(zr))
+}
+
+func (x *extractor) tar(r io.Reader) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return Invalid(x.name, "not a valid tar archive: %v", err)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := x.dir(h.Name); err != nil {
+				return err
+			}
+		case tar.TypeReg, tar.TypeRegA: //nolint:staticcheck // TypeRegA still appears in old archives
+			if err := x.file(h.Name, tr); err != nil {
+				return err
+			}
+		case tar.TypeSymlink, tar.TypeLink:
+			return Invalid(h.Name, "links are not allowed in a package")
+		case tar.TypeXGlobalHeader:
+		default:
+			return Invalid(h.Name, "only regular files are allowed in a package")
+		}
+	}
+}
+
+func (x *extractor) dir(name string) error {
+	clean, err := cleanRelative(name)
+	if err != nil {
+		return Invalid(name, "%v", err)
+	}
+	if clean == "." {
+		return nil
+	}
+	return os.MkdirAll(filepath.Join(x.root, filepath.FromSlash(clean)), 0o755)
+}
+
+func (x *extractor) file(name string, r io.Reader) error {
+	clean, err := cleanRelative(name)
+	if err != nil {
+		return Invalid(name, "%v", err)
+	}
+	if clean == "." {
+		return Invalid(name, "invalid file name")
+	}
+	if x.seen[clean] {
+		return Invalid(clean, "the archive holds this file twice")
+	}
+	x.seen[clean] = true
+	if len(x.files)+1 > x.limits.MaxFiles {
+		return Invalid(x.name, "package has more than %d files", x.limits.MaxFiles)
+	}
+	full := filepath.Join(x.root, filepath.FromSlash(clean))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(full, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return Invalid(clean, "cannot extract: %v", err)
+	}
+	defer out.Close()
+	h := sha256.New()
+	limit := min(x.limits.MaxFileBytes, x.limits.MaxTotalBytes-x.total)
+	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(r, limit+1))
+	if err != nil {
+		return Invalid(clean, "cannot extract: %v", err)
+	}
+	if n > limit {
+		return Invalid(clean, "decompresses to more than %d bytes (package limit %d bytes, file limit %d bytes)", limit, x.limits.MaxTotalBytes, x.limits.MaxFileBytes)
+	}
+	x.total += n
+	x.files = append(x.files, File{Path: clean, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
+	return nil
+}

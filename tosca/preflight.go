@@ -1,0 +1,266 @@
+package tosca
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// scriptletImportPrefix marks metadata keys through which Puccini reads a JavaScript file.
+const scriptletImportPrefix = "puccini.scriptlet.import:"
+
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+
+// preflight walks the import graph from the entry template before Puccini reads anything
+// and refuses every reference Puccini would follow outside the package: imports that are
+// absolute, escape the package, use a network scheme or a repository, scriptlet imports
+// that leave the package, and artifact files fetched from anywhere but the package or a
+// declared repository. Malformed YAML (including alias bombs) is reported here with its
+// line. allowedImports holds the URLs of embedded profiles that may be imported by name.
+func (p *Package) preflight(allowedImports map[string]bool) error {
+	var diags []Diagnostic
+	report := func(file string, n *yaml.Node, format string, args ...any) {
+		d := Diagnostic{File: file, Message: fmt.Sprintf(format, args...)}
+		if n != nil {
+			d.Line, d.Column = n.Line, n.Column
+		}
+		diags = append(diags, d)
+	}
+	queue := []string{p.Entry}
+	visited := map[string]bool{p.Entry: true}
+	for len(queue) > 0 {
+		file := queue[0]
+		queue = queue[1:]
+		doc, err := p.readYAML(file)
+		if err != nil {
+			diags = append(diags, DiagnosticsOf(err)...)
+			continue
+		}
+		top := mappingOf(doc)
+		if top == nil {
+			continue // Puccini reports what is wrong with the shape
+		}
+		for _, target := range importTargets(mappingValue(top, "imports")) {
+			switch {
+			case target.repository:
+				report(file, target.node, "imports from a repository are not allowed: put the file in the package")
+			case allowedImports[target.url]:
+			case urlScheme.MatchString(target.url) && !isWindowsDrive(target.url):
+				report(file, target.node, "import %q is not allowed: imports must be files inside the package (or the Calaf profile)", target.url)
+			default:
+				rel, err := p.resolve(file, target.url)
+				if err != nil {
+					report(file, target.node, "import %q: %v", target.url, err)
+					continue
+				}
+				if !visited[rel] {
+					visited[rel] = true
+					queue = append(queue, rel)
+				}
+			}
+		}
+		walkMappings(doc, func(key, value *yaml.Node) {
+			if !strings.HasPrefix(key.Value, scriptletImportPrefix) {
+				return
+			}
+			if _, err := p.resolve(file, value.Value); err != nil {
+				report(file, value, "scriptlet %q: %v", value.Value, err)
+			}
+		})
+		for _, artifact := range artifactFiles(top) {
+			if urlScheme.MatchString(artifact.Value) && !isWindowsDrive(artifact.Value) {
+				report(file, artifact, "artifact file %q is not allowed: artifacts must be files inside the package or name a repository", artifact.Value)
+				continue
+			}
+			if _, err := p.resolvePath(file, artifact.Value); err != nil {
+				report(file, artifact, "artifact file %q: %v", artifact.Value, err)
+			}
+		}
+	}
+	if len(diags) > 0 {
+		return &InvalidError{Diagnostics: diags}
+	}
+	return nil
+}
+
+// readYAML parses a package file, turning syntax errors and alias bombs into diagnostics.
+func (p *Package) readYAML(file string) (*yaml.Node, error) {
+	data, err := p.ReadFile(file)
+	if err != nil {
+		return nil, Invalid(file, "%v", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, yamlDiagnostic(file, err)
+	}
+	var expanded any
+	if err := doc.Decode(&expanded); err != nil {
+		return nil, yamlDiagnostic(file, err)
+	}
+	return &doc, nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func yamlDiagnostic(file string, err error) error {
+	msg := err.Error()
+	d := Diagnostic{File: file, Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		fmt.Sscan(m[1], &d.Line)
+		d.Message = "invalid YAML: " + m[2]
+	}
+	return &InvalidError{Diagnostics: []Diagnostic{d}}
+}
+
+// resolve checks a reference made from file and returns its package-relative path; the
+// target must exist.
+func (p *Package) resolve(from, ref string) (string, error) {
+	rel, err := p.resolvePath(from, ref)
+	if err != nil {
+		return "", err
+	}
+	if !p.has(rel) {
+		return "", fmt.Errorf("%q is not a file in the package", rel)
+	}
+	return rel, nil
+}
+
+// resolvePath checks that a reference made from file stays inside the package.
+func (p *Package) resolvePath(from, ref string) (string, error) {
+	ref = strings.TrimPrefix(ref, "file:")
+	if path.IsAbs(ref) || isWindowsDrive(ref) {
+		return "", fmt.Errorf("absolute paths are not allowed, use a path relative to %s", from)
+	}
+	rel, err := cleanRelative(path.Join(path.Dir(from), ref))
+	if err != nil {
+		return "", fmt.Errorf("it leaves the package")
+	}
+	return rel, nil
+}
+
+func isWindowsDrive(s string) bool {
+	return len(s) > 2 && s[1] == ':' && (s[2] == '\\' || s[2] == '/')
+}
+
+type importTarget struct {
+	url        string
+	repository bool
+	node       *yaml.Node
+}
+
+// importTargets lists the imports of a file in every notation TOSCA 1.0–2.0 allows.
+func importTargets(imports *yaml.Node) []importTarget {
+	if imports == nil || imports.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var targets []importTarget
+	for _, item := range imports.Content {
+		switch item.Kind {
+		case yaml.ScalarNode:
+			targets = append(targets, importTarget{url: item.Value, node: item})
+		case yaml.MappingNode:
+			url := mappingValue(item, "file")
+			if url == nil {
+				url = mappingValue(item, "url")
+			}
+			if url != nil {
+				targets = append(targets, importTarget{url: url.Value, node: url, repository: mappingValue(item, "repository") != nil})
+				continue
+			}
+			// TOSCA 1.0 "sequenced list": - name: path | - name: {file: path}
+			if len(item.Content) == 2 {
+				value := item.Content[1]
+				if value.Kind == yaml.ScalarNode {
+					targets = append(targets, importTarget{url: value.Value, node: value})
+				} else if value.Kind == yaml.MappingNode {
+					wrapped := &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{value}}
+					targets = append(targets, importTargets(wrapped)...)
+				}
+			}
+		}
+	}
+	return targets
+}
+
+// artifactFiles returns the file references of artifacts that Puccini opens while parsing:
+// those in node types and node templates that do not name a repository.
+func artifactFiles(top *yaml.Node) []*yaml.Node {
+	var files []*yaml.Node
+	collect := func(entities *yaml.Node) {
+		for _, entity := range mappingValues(entities) {
+			for _, artifact := range mappingValues(mappingValue(entity, "artifacts")) {
+				switch artifact.Kind {
+				case yaml.ScalarNode:
+					files = append(files, artifact)
+				case yaml.MappingNode:
+					if mappingValue(artifact, "repository") != nil {
+						continue
+					}
+					if file := mappingValue(artifact, "file"); file != nil && file.Kind == yaml.ScalarNode {
+						files = append(files, file)
+					}
+				}
+			}
+		}
+	}
+	collect(mappingValue(top, "node_types"))
+	for _, section := range []string{"topology_template", "service_template"} {
+		collect(mappingValue(mappingValue(top, section), "node_templates"))
+	}
+	return files
+}
+
+func mappingOf(doc *yaml.Node) *yaml.Node {
+	if doc == nil {
+		return nil
+	}
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	if doc.Kind != yaml.MappingNode {
+		return nil
+	}
+	return doc
+}
+
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func mappingValues(m *yaml.Node) []*yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	values := make([]*yaml.Node, 0, len(m.Content)/2)
+	for i := 1; i < len(m.Content); i += 2 {
+		values = append(values, m.Content[i])
+	}
+	return values
+}
+
+// walkMappings calls visit for every key/value pair of every mapping in the tree. Aliases
+// are not followed, so a document is walked in time linear to its text.
+func walkMappings(n *yaml.Node, visit func(key, value *yaml.Node)) {
+	if n == nil {
+		return
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			visit(n.Content[i], n.Content[i+1])
+		}
+	}
+	for _, c := range n.Content {
+		walkMappings(c, visit)
+	}
+}

@@ -1,0 +1,274 @@
+package tosca
+
+import (
+	contextpkg "context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/go-logr/logr"
+	commonjs "github.com/tliron/commonjs-goja"
+	"github.com/tliron/commonjs-goja/api"
+	"github.com/tliron/exturl"
+	"github.com/tliron/go-transcribe"
+	"github.com/tliron/kutil/problems"
+	cloutpkg "github.com/tliron/puccini/clout"
+	"github.com/tliron/puccini/clout/js"
+)
+
+// DefaultScriptTimeout bounds one sandboxed scriptlet run.
+const DefaultScriptTimeout = 10 * time.Second
+
+// maxCallStack turns runaway recursion into a JavaScript RangeError instead of a Go stack
+// overflow, which would end the process.
+const maxCallStack = 2048
+
+// maxConsoleLines bounds what scriptlets may log through console.* in one run.
+const maxConsoleLines = 200
+
+// ErrScriptTimeout is returned when a scriptlet runs past its deadline.
+var ErrScriptTimeout = errors.New("scriptlet deadline exceeded")
+
+// Sandbox runs the scriptlets embedded in a Clout with no access to the host: no process
+// execution, no files, no network, no
+// goroutines, and a deadline. Only what Globals hands in reaches beyond the Clout. Puccini's own environment exposes all of these ("os",
+// "env.loadString", "transcribe.output", "clout.load", "util.go"); the sandbox builds the
+// JavaScript environment itself from safe parts instead.
+type Sandbox struct {
+	// Timeout bounds each Exec; zero means DefaultScriptTimeout.
+	Timeout time.Duration
+	// Globals are extra global objects for the scriptlets (Go values, exposed with
+	// dromedary-case member names), e.g. the "calaf" API of the renderer.
+	Globals map[string]any
+	// Log receives console output and scriptlet log messages.
+	Log logr.Logger
+}
+
+// ScriptError is a JavaScript failure inside the sandbox: an exception, a deadline, a
+// runaway recursion. It is a user error of the package.
+type ScriptError struct {
+	Scriptlet string
+	Message   string
+	Timeout   bool
+}
+
+func (e *ScriptError) Error() string {
+	return fmt.Sprintf("scriptlet %s: %s", e.Scriptlet, e.Message)
+}
+
+// Exec loads scriptlet (by its Clout name, e.g. "tosca.resolve") in a fresh sandboxed
+// environment and, when function is not empty, calls that export with arguments. Problems
+// that scriptlets report go to probs. The result is exported to plain Go values.
+func (s *Sandbox) Exec(ctx contextpkg.Context, clout *cloutpkg.Clout, probs *problems.Problems, scriptlet, function string, arguments ...any) (result any, err error) {
+	if probs == nil {
+		probs = problems.NewProblems(nil)
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultScriptTimeout
+	}
+	urlContext := exturl.NewContext()
+	defer urlContext.Release()
+
+	env := commonjs.NewEnvironment(urlContext)
+	env.Runtime.SetMaxCallStackSize(maxCallStack)
+	env.Timeout = timeout
+	env.CreateResolver = func(_ exturl.URL, _ *commonjs.Context) commonjs.ResolveFunc {
+		return func(_ contextpkg.Context, id string, _ bool) (exturl.URL, error) {
+			source, err := js.GetScriptlet(id, clout)
+			if err != nil {
+				return nil, err
+			}
+			url := urlContext.NewInternalURL(id)
+			url.SetContent(source)
+			return url, nil
+		}
+	}
+	console := &sandboxConsole{log: s.Log.WithName("js")}
+	puccini := js.NewEnvironment(scriptlet, nil, nil, true, "yaml", true, false, false, "", urlContext)
+	env.Extensions = []commonjs.Extension{
+		{Name: "console", Create: func(*commonjs.Context) any { return console }},
+		{Name: "env", Create: func(*commonjs.Context) any {
+			return &sandboxEnv{Arguments: map[string]string{"history": "false"}, Log: console}
+		}},
+		{Name: "util", Create: func(*commonjs.Context) any { return sandboxUtil{Util: api.NewUtil(nil)} }},
+		{Name: "ard", Create: api.CreateARDExtension},
+		{Name: "transcribe", Create: func(*commonjs.Context) any { return sandboxTranscribe{} }},
+		{Name: "clout", Create: func(jsContext *commonjs.Context) any {
+			return &sandboxClout{CloutAPI: puccini.NewCloutAPI(clout, jsContext)}
+		}},
+		{Name: "problems", Create: func(*commonjs.Context) any { return probs }},
+	}
+	for name, global := range s.Globals {
+		env.Extensions = append(env.Extensions, commonjs.Extension{Name: name, Create: func(*commonjs.Context) any { return global }})
+	}
+
+	done := make(chan struct{})
+	var interruptOnce sync.Once
+	var timedOut bool
+	interrupt := func(reason error) {
+		interruptOnce.Do(func() {
+			timedOut = errors.Is(reason, ErrScriptTimeout)
+			env.Runtime.Interrupt(reason)
+		})
+	}
+	timer := time.AfterFunc(timeout, func() { interrupt(ErrScriptTimeout) })
+	defer timer.Stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+			interrupt(ctx.Err())
+		case <-done:
+		}
+	}()
+	defer close(done)
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("internal error: %v", r)}
+			s.Log.Error(nil, "scriptlet panicked", "scriptlet", scriptlet, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+
+	exports, err := env.Require(scriptlet, false, nil)
+	if err == nil && function != "" {
+		var value any
+		value, err = env.GetAndCall(exports, function, nil, arguments...)
+		if err == nil {
+			result = exportValue(value)
+		}
+	}
+	if err != nil {
+		if timedOut {
+			return nil, &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("did not finish within %s", timeout), Timeout: true}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &ScriptError{Scriptlet: scriptlet, Message: scriptMessage(err)}
+	}
+	return result, nil
+}
+
+// exportValue turns goja values into plain Go values.
+func exportValue(value any) any {
+	if v, ok := value.(goja.Value); ok {
+		if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
+			return nil
+		}
+		return v.Export()
+	}
+	return value
+}
+
+// scriptMessage extracts a readable message from goja and commonjs errors, dropping the
+// Go type noise but keeping the JavaScript location.
+func scriptMessage(err error) string {
+	var exception *goja.Exception
+	if errors.As(err, &exception) {
+		msg := exception.Value().String()
+		if stack := exception.String(); stack != "" {
+			if _, at, ok := strings.Cut(stack, "\n\tat "); ok {
+				at, _, _ = strings.Cut(at, "\n")
+				msg += " (at " + at + ")"
+			}
+		}
+		return msg
+	}
+	var interrupted *goja.InterruptedError
+	if errors.As(err, &interrupted) {
+		return fmt.Sprintf("interrupted: %v", interrupted.Value())
+	}
+	var stack *goja.StackOverflowError
+	if errors.As(err, &stack) {
+		return "maximum call stack size exceeded (runaway recursion?)"
+	}
+	return err.Error()
+}
+
+// sandboxClout is Puccini's clout API without the members that reach the host: "load"
+// reads any URL and "callAll" runs scriptlets in Puccini's unsandboxed environment.
+type sandboxClout struct {
+	*js.CloutAPI
+}
+
+// Load is refused in the sandbox.
+func (sandboxClout) Load(any, any, any) error {
+	return errors.New("clout.load is not available in Calaf scriptlets")
+}
+
+// CallAll is refused in the sandbox.
+func (sandboxClout) CallAll(any) error {
+	return errors.New("clout.callAll is not available in Calaf scriptlets")
+}
+
+// sandboxUtil is the commonjs util API without goroutines and process-wide once-registries.
+type sandboxUtil struct {
+	*api.Util
+}
+
+// Go is refused: a goroutine would escape the deadline and race the runtime.
+func (sandboxUtil) Go(any, any, any) error {
+	return errors.New("util.go is not available in Calaf scriptlets")
+}
+
+// Once is refused: it keeps state across runs in a process-wide registry.
+func (sandboxUtil) Once(any, any, any, any) error {
+	return errors.New("util.once is not available in Calaf scriptlets")
+}
+
+// sandboxTranscribe formats values; Output, which writes files and stdout in Puccini, is a
+// no-op so Puccini's own scriptlets (tosca.resolve, tosca.coerce) can run unchanged.
+type sandboxTranscribe struct{}
+
+// Output discards its value (Puccini's resolve and coerce end by printing the Clout).
+func (sandboxTranscribe) Output(any, any, any) {}
+
+// Stringify renders a value as yaml, json, xml, or the other formats of go-transcribe.
+func (sandboxTranscribe) Stringify(value any, format string, indent string) (string, error) {
+	return transcribe.NewTranscriber().SetFormat(format).SetIndent(indent).Stringify(value)
+}
+
+// sandboxEnv offers scriptlets their arguments and a logger, nothing of the process.
+type sandboxEnv struct {
+	Arguments map[string]string
+	Log       *sandboxConsole
+}
+
+// sandboxConsole logs scriptlet output through logr, bounded in lines.
+type sandboxConsole struct {
+	log   logr.Logger
+	lock  sync.Mutex
+	lines int
+}
+
+func (c *sandboxConsole) write(level int, args ...any) {
+	c.lock.Lock()
+	defer c.lock.Unlock()
+	if c.lines++; c.lines > maxConsoleLines {
+		return
+	}
+	c.log.V(level).Info(strings.TrimSpace(fmt.Sprintln(args...)))
+}
+
+func (c *sandboxConsole) Log(args ...any)   { c.write(0, args...) }
+func (c *sandboxConsole) Info(args ...any)  { c.write(0, args...) }
+func (c *sandboxConsole) Warn(args ...any)  { c.write(0, args...) }
+func (c *sandboxConsole) Error(args ...any) { c.write(0, args...) }
+func (c *sandboxConsole) Debug(args ...any) { c.write(1, args...) }
+func (c *sandboxConsole) Trace(args ...any) { c.write(2, args...) }
+
+// Debugf and its siblings serve Puccini's scriptlets, which log through env.log.
+func (c *sandboxConsole) Debugf(format string, args ...any) {
+	c.write(1, fmt.Sprintf(format, args...))
+}
+func (c *sandboxConsole) Infof(format string, args ...any) { c.write(0, fmt.Sprintf(format, args...)) }
+func (c *sandboxConsole) Warningf(format string, args ...any) {
+	c.write(0, fmt.Sprintf(format, args...))
+}
+func (c *sandboxConsole) Errorf(format string, args ...any) {
+	c.write(0, fmt.Sprintf(format, args...))
+}
