@@ -1,0 +1,55 @@
+// Package profiles embeds the TOSCA profiles that ship with Calaf and makes them importable
+// by service templates under stable URLs, with no copy in each package and no network:
+//
+//	imports:
+//	- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
+//
+// The content is registered as Puccini "internal:" URLs; Imports maps each public URL to
+// its internal one for the compiler.
+package profiles
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/tliron/exturl"
+)
+
+// KubernetesURL is the documented import of the Calaf Kubernetes profile.
+const KubernetesURL = "https://calaf.io/profiles/kubernetes/1.0/profile.yaml"
+
+// internalRoot prefixes the internal URLs of every embedded profile file.
+const internalRoot = "/calaf/profiles/"
+
+//go:embed kubernetes
+var content embed.FS
+
+var register = sync.OnceValue(func() error {
+	return exturl.ReadToInternalURLsFromFS(context.Background(), content, ".", func(path string) (string, bool) {
+		return internalRoot + path, true
+	})
+})
+
+// Imports registers the embedded profiles (once per process) and returns the map from
+// each public import URL to the internal URL that serves it.
+func Imports() (map[string]string, error) {
+	if err := register(); err != nil {
+		return nil, err
+	}
+	return map[string]string{
+		KubernetesURL: "internal:" + internalRoot + "kubernetes/1.0/profile.yaml",
+	}, nil
+}
+
+// FS returns the embedded profile files, e.g. for `calaf profile export`.
+func FS() fs.FS {
+	return content
+}
+
+// IsInternal tells whether a URL is served by an embedded profile (Calaf's or Puccini's).
+func IsInternal(url string) bool {
+	return strings.HasPrefix(url, "internal:")
+}
