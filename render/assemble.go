@@ -1,0 +1,217 @@
+package render
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// clusterScopedKinds lists the built-in kinds that have no namespace, so that offline
+// renders leave them unnamespaced. The operator corrects this with the API's RESTMapper.
+var clusterScopedKinds = map[string]bool{
+	"Namespace": true, "Node": true, "PersistentVolume": true, "ClusterRole": true,
+	"ClusterRoleBinding": true, "CustomResourceDefinition": true, "StorageClass": true,
+	"PriorityClass": true, "MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
+	"APIService": true, "IngressClass": true, "RuntimeClass": true, "CSIDriver": true,
+	"CSINode": true, "VolumeAttachment": true, "ValidatingAdmissionPolicy": true,
+	"ValidatingAdmissionPolicyBinding": true, "FlowSchema": true, "PriorityLevelConfiguration": true,
+}
+
+// IsClusterScoped tells whether a kind is one of the built-in cluster-scoped kinds.
+func IsClusterScoped(kind string) bool {
+	return clusterScopedKinds[kind]
+}
+
+// assemble turns the driver's raw result into a Result: objects validated, namespaced and
+// labelled, nodes ordered by their dependencies.
+func assemble(raw any, opts Options) (*Result, error) {
+	data, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("driver returned %T", raw)
+	}
+	result := &Result{Outputs: asMap(data["outputs"]), OutputErrors: map[string]string{}}
+	for name, message := range asMap(data["outputErrors"]) {
+		result.OutputErrors[name] = asString(message)
+	}
+	seen := map[string]string{}
+	for _, item := range asList(data["nodes"]) {
+		n := asMap(item)
+		node := &Node{
+			Name:       asString(n["name"]),
+			Type:       asString(n["type"]),
+			Types:      asStrings(n["types"]),
+			Renderer:   asString(n["renderer"]),
+			Attributes: map[string]AttributeSource{},
+			Artifacts:  map[string]Artifact{},
+		}
+		for _, r := range asList(n["relationships"]) {
+			rel := asMap(r)
+			relationship := Relationship{
+				Requirement: asString(rel["requirement"]),
+				Type:        asString(rel["type"]),
+				Types:       asStrings(rel["types"]),
+				Target:      asString(rel["target"]),
+			}
+			node.Relationships = append(node.Relationships, relationship)
+			if orders(relationship.Types) && relationship.Target != node.Name && !contains(node.DependsOn, relationship.Target) {
+				node.DependsOn = append(node.DependsOn, relationship.Target)
+			}
+		}
+		sort.Strings(node.DependsOn)
+		for i, o := range asList(n["objects"]) {
+			obj, err := newObject(node, i, o, opts)
+			if err != nil {
+				return nil, err
+			}
+			id := ObjectID(obj)
+			if other, dup := seen[id]; dup {
+				return nil, invalidf("node %q renders %s %q, which node %q renders as well", node.Name, obj.GetKind(), obj.GetName(), other)
+			}
+			seen[id] = node.Name
+			node.Objects = append(node.Objects, obj)
+		}
+		for name, a := range asMap(n["attributes"]) {
+			source, err := attributeSource(node, name, a)
+			if err != nil {
+				return nil, err
+			}
+			node.Attributes[name] = source
+		}
+		for name, a := range asMap(n["artifacts"]) {
+			artifact := asMap(a)
+			node.Artifacts[name] = Artifact{
+				Type:       asString(artifact["type"]),
+				Types:      asStrings(artifact["types"]),
+				File:       asString(artifact["file"]),
+				Repository: asString(artifact["repository"]),
+				Properties: asMap(artifact["properties"]),
+			}
+		}
+		for _, o := range asList(n["operations"]) {
+			op := asMap(o)
+			timeout, _ := op["timeout"].(int64)
+			node.Operations = append(node.Operations, Operation{
+				Interface:      asString(op["interface"]),
+				InterfaceType:  asString(op["interfaceType"]),
+				Name:           asString(op["name"]),
+				Implementation: asString(op["implementation"]),
+				Dependencies:   asStrings(op["dependencies"]),
+				Timeout:        timeout,
+				Inputs:         asMap(op["inputs"]),
+			})
+		}
+		sort.Slice(node.Operations, func(i, j int) bool {
+			return node.Operations[i].QualifiedName() < node.Operations[j].QualifiedName()
+		})
+		result.Nodes = append(result.Nodes, node)
+	}
+	sorted, err := sortNodes(result.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	result.Nodes = sorted
+	for _, node := range sorted {
+		result.Objects = append(result.Objects, node.Objects...)
+	}
+	return result, nil
+}
+
+// newObject validates one object a renderer returned, then namespaces and labels it.
+func newObject(node *Node, index int, raw any, opts Options) (*unstructured.Unstructured, error) {
+	content, ok := raw.(map[string]any)
+	if !ok {
+		return nil, invalidf("node %q: renderer %s returned object %d as %T, not an object", node.Name, node.Renderer, index, raw)
+	}
+	obj := &unstructured.Unstructured{Object: content}
+	if obj.GetAPIVersion() == "" || obj.GetKind() == "" || obj.GetName() == "" {
+		return nil, invalidf("node %q: renderer %s returned object %d without apiVersion, kind and metadata.name", node.Name, node.Renderer, index)
+	}
+	if IsClusterScoped(obj.GetKind()) {
+		obj.SetNamespace("")
+	} else if ns := obj.GetNamespace(); ns == "" {
+		obj.SetNamespace(opts.Namespace)
+	} else if ns != opts.Namespace {
+		return nil, invalidf("node %q: %s %q is in namespace %q: objects must be in the Service's namespace %q", node.Name, obj.GetKind(), obj.GetName(), ns, opts.Namespace)
+	}
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelManagedBy] = ManagedByCalaf
+	labels[LabelService] = opts.Service
+	labels[LabelServiceNamespace] = opts.Namespace
+	labels[LabelNode] = LabelValue(node.Name)
+	obj.SetLabels(labels)
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationNodeType] = node.Type
+	obj.SetAnnotations(annotations)
+	return obj, nil
+}
+
+func attributeSource(node *Node, name string, raw any) (AttributeSource, error) {
+	m := asMap(raw)
+	source := AttributeSource{KeyBy: asString(m["keyBy"]), ValueOf: asString(m["valueOf"]), Default: m["default"]}
+	switch object := m["object"].(type) {
+	case string:
+		source.Object = object
+	case int64:
+		if object < 0 || int(object) >= len(node.Objects) {
+			return source, invalidf("node %q: attribute %q refers to object %d, which the renderer did not return", node.Name, name, object)
+		}
+		source.Object = node.Objects[object].GetKind() + "/" + node.Objects[object].GetName()
+	}
+	switch paths := m["path"].(type) {
+	case string:
+		source.Paths = []string{paths}
+	case []any:
+		source.Paths = asStrings(paths)
+	}
+	if source.Object == "" || len(source.Paths) == 0 {
+		return source, invalidf("node %q: attribute %q needs an object and a path", node.Name, name)
+	}
+	return source, nil
+}
+
+func asMap(v any) map[string]any {
+	if m, ok := v.(map[string]any); ok {
+		return m
+	}
+	return map[string]any{}
+}
+
+func asList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return nil
+}
+
+func asString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return ""
+}
+
+func asStrings(v any) []string {
+	var strings []string
+	for _, item := range asList(v) {
+		if s, ok := item.(string); ok {
+			strings = append(strings, s)
+		}
+	}
+	return strings
+}
+
+func contains(list []string, s string) bool {
+	for _, item := range list {
+		if item == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,151 @@
+package render
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/tliron/go-ard"
+	cloutpkg "github.com/tliron/puccini/clout"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// setAttributes writes live attribute values into the node templates of a Clout in the
+// notation Puccini coerces, keeping each attribute's declared type.
+func setAttributes(clout *cloutpkg.Clout, attributes map[string]map[string]any) error {
+	if len(attributes) == 0 {
+		return nil
+	}
+	for _, vertex := range clout.Vertexes {
+		template := vertex.Properties
+		name, _ := template["name"].(string)
+		values, ok := attributes[name]
+		if !ok || !isNodeTemplate(vertex) {
+			continue
+		}
+		declared, ok := template["attributes"].(ard.StringMap)
+		if !ok {
+			declared = ard.StringMap{}
+			template["attributes"] = declared
+		}
+		for attribute, value := range values {
+			notation := toNotation(value)
+			if old, ok := declared[attribute].(ard.StringMap); ok {
+				if meta, ok := old["$meta"]; ok {
+					notation["$meta"] = meta
+				}
+			}
+			declared[attribute] = notation
+		}
+	}
+	return nil
+}
+
+func isNodeTemplate(vertex *cloutpkg.Vertex) bool {
+	kind, _ := ard.With(vertex.Metadata).Get("puccini", "kind").String()
+	return kind == "NodeTemplate"
+}
+
+// toNotation converts a plain value into Puccini's coercible notation.
+func toNotation(value any) ard.StringMap {
+	switch v := value.(type) {
+	case []any:
+		list := make(ard.List, len(v))
+		for i, item := range v {
+			list[i] = toNotation(item)
+		}
+		return ard.StringMap{"$list": list}
+	case map[string]any:
+		entries := make(ard.List, 0, len(v))
+		for key, item := range v {
+			entry := toNotation(item)
+			entry["$key"] = ard.StringMap{"$primitive": key}
+			entries = append(entries, entry)
+		}
+		return ard.StringMap{"$map": entries}
+	case int:
+		return ard.StringMap{"$primitive": int64(v)}
+	case float64:
+		if v == float64(int64(v)) {
+			return ard.StringMap{"$primitive": int64(v)}
+		}
+	}
+	return ard.StringMap{"$primitive": value}
+}
+
+var pathSegment = regexp.MustCompile(`^([^\[\]]*)((?:\[\d+\])*)$`)
+var pathIndex = regexp.MustCompile(`\[(\d+)\]`)
+
+// Observe reads the live value of every attribute of a node from its objects as they are
+// in the cluster (keyed by "Kind/name"). Attributes whose object is missing are omitted.
+func (n *Node) Observe(live map[string]*unstructured.Unstructured) map[string]any {
+	values := map[string]any{}
+	for name, source := range n.Attributes {
+		obj, ok := live[source.Object]
+		if !ok || obj == nil {
+			continue
+		}
+		value, found := any(nil), false
+		for _, path := range source.Paths {
+			if value, found = lookup(obj.Object, path); found {
+				break
+			}
+		}
+		if !found {
+			if source.Default == nil {
+				continue
+			}
+			value = source.Default
+		}
+		if source.KeyBy != "" {
+			value = keyBy(value, source.KeyBy, source.ValueOf)
+		}
+		values[name] = value
+	}
+	return values
+}
+
+// lookup follows a dotted path with list indexes ("status.loadBalancer.ingress[0].ip").
+func lookup(object map[string]any, path string) (any, bool) {
+	var current any = object
+	for _, segment := range strings.Split(path, ".") {
+		m := pathSegment.FindStringSubmatch(segment)
+		if m == nil {
+			return nil, false
+		}
+		if m[1] != "" {
+			asMap, ok := current.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if current, ok = asMap[m[1]]; !ok {
+				return nil, false
+			}
+		}
+		for _, index := range pathIndex.FindAllStringSubmatch(m[2], -1) {
+			i, _ := strconv.Atoi(index[1])
+			list, ok := current.([]any)
+			if !ok || i >= len(list) {
+				return nil, false
+			}
+			current = list[i]
+		}
+	}
+	return current, current != nil
+}
+
+func keyBy(value any, key, field string) any {
+	result := map[string]any{}
+	list, _ := value.([]any)
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		if v, ok := m[field]; ok {
+			result[fmt.Sprint(m[key])] = v
+		}
+	}
+	return result
+}

@@ -1,0 +1,224 @@
+// calaf.driver: resolves requirements, coerces values, and renders every node template
+// through the renderer its type names in "calaf.render" metadata. Run by package render in
+// the tosca sandbox; returns plain data, prints nothing.
+const traversal = require('tosca.lib.traversal');
+const tosca = require('tosca.lib.utils');
+
+// plain copies a value out of Go wrappers into plain JavaScript data.
+function plain(value, depth) {
+  depth = depth || 0;
+  if (depth > 100) throw 'value nested more than 100 levels deep';
+  if (value === null || value === undefined) return value;
+  let kind = Object.prototype.toString.call(value);
+  if (kind === '[object String]' || kind === '[object Number]' || kind === '[object Boolean]') return value.valueOf();
+  if (typeof value !== 'object') return value;
+  if (kind === '[object Date]') return value.toISOString();
+  if (kind === '[object Array]') {
+    let list = [];
+    for (let i = 0; i < value.length; i++) list.push(plain(value[i], depth + 1));
+    return list;
+  }
+  let object = {};
+  for (let key in value) object[key] = plain(value[key], depth + 1);
+  return object;
+}
+
+// typeChain returns a type hierarchy as names, most derived first.
+function typeChain(types) {
+  let parents = {};
+  for (let name in types) if (types[name].parent) parents[types[name].parent] = true;
+  let leaf = null;
+  for (let name in types) if (!parents[name]) leaf = name;
+  let chain = [];
+  while (leaf && types[leaf] && chain.indexOf(leaf) === -1) {
+    chain.push(leaf);
+    leaf = types[leaf].parent;
+  }
+  return chain;
+}
+
+// typeMetadata merges the metadata of a type chain, the most derived type winning.
+function typeMetadata(types, chain) {
+  let metadata = {};
+  for (let i = chain.length - 1; i >= 0; i--) {
+    let m = types[chain[i]].metadata || {};
+    for (let key in m) metadata[key] = m[key];
+  }
+  return metadata;
+}
+
+function artifactView(artifact, root) {
+  let types = typeChain(artifact.types || {});
+  let file = artifact.sourcePath || '';
+  if (root && file.indexOf(root) === 0) file = file.substring(root.length);
+  else if (file.indexOf('file://' + root) === 0) file = file.substring(root.length + 7);
+  return {
+    type: types[0],
+    types: types,
+    file: file,
+    repository: artifact.repositoryUrl || undefined,
+    properties: plain(artifact.properties || {}),
+  };
+}
+
+function nodeView(vertex, root) {
+  let template = vertex.properties;
+  let types = typeChain(template.types);
+  let capabilities = {};
+  for (let name in template.capabilities) {
+    let capability = template.capabilities[name];
+    capabilities[name] = {
+      types: typeChain(capability.types),
+      properties: plain(capability.properties),
+      attributes: plain(capability.attributes),
+    };
+  }
+  let artifacts = {};
+  for (let name in template.artifacts) artifacts[name] = artifactView(template.artifacts[name], root);
+  return {
+    name: template.name,
+    type: types[0],
+    types: types,
+    typeMetadata: typeMetadata(template.types, types),
+    metadata: plain(template.metadata || {}),
+    properties: plain(template.properties),
+    attributes: plain(template.attributes),
+    capabilities: capabilities,
+    artifacts: artifacts,
+    relationships: [],
+  };
+}
+
+function operationsOf(template, view) {
+  let operations = [];
+  for (let interfaceName in template.interfaces) {
+    let interface_ = template.interfaces[interfaceName];
+    let interfaceTypes = typeChain(interface_.types || {});
+    for (let operationName in interface_.operations) {
+      let operation = interface_.operations[operationName];
+      if (!operation.implementation) continue;
+      let inputs = plain(interface_.inputs || {});
+      let operationInputs = plain(operation.inputs || {});
+      for (let key in operationInputs) inputs[key] = operationInputs[key];
+      operations.push({
+        interface: interfaceName,
+        interfaceType: interfaceTypes[0],
+        interfaceTypes: interfaceTypes,
+        name: operationName,
+        implementation: operation.implementation,
+        dependencies: plain(operation.dependencies || []),
+        timeout: operation.timeout,
+        inputs: inputs,
+      });
+    }
+  }
+  return operations;
+}
+
+// coerceOutputs evaluates each output on its own: an output that cannot be evaluated yet
+// (typically a get_attribute of an attribute not observed yet) gets an error message
+// instead of failing the render.
+function coerceOutputs(declared) {
+  let outputs = {};
+  let errors = {};
+  for (let name in declared) {
+    try {
+      let coercible = clout.newCoercible(declared[name]);
+      outputs[name] = plain(clout.coerce(coercible));
+    } catch (x) {
+      errors[name] = x && x.value && x.value.error ? String(x.value.error()) : String(x);
+    }
+  }
+  return { outputs: outputs, errors: errors };
+}
+
+exports.run = function (params) {
+  require('tosca.resolve');
+  let declaredOutputs = {};
+  if (tosca.isTosca(clout)) {
+    declaredOutputs = clout.properties.tosca.outputs;
+    clout.properties.tosca.outputs = {};
+  }
+  traversal.coerce();
+
+  let root = params.root;
+  let vertexes = [];
+  let views = {};
+  for (let id in clout.vertexes) {
+    let vertex = clout.vertexes[id];
+    if (!tosca.isNodeTemplate(vertex)) continue;
+    vertexes.push(vertex);
+    views[vertex.properties.name] = nodeView(vertex, root);
+  }
+  vertexes.sort(function (a, b) { return a.properties.name < b.properties.name ? -1 : 1; });
+
+  let nodes = [];
+  for (let v = 0; v < vertexes.length; v++) {
+    let vertex = vertexes[v];
+    let view = views[vertex.properties.name];
+    for (let e = 0; e < vertex.edgesOut.size(); e++) {
+      let edge = vertex.edgesOut[e];
+      if (!tosca.isTosca(edge, 'Relationship')) continue;
+      let relationship = edge.properties;
+      let types = typeChain(relationship.types);
+      view.relationships.push({
+        requirement: relationship.name,
+        type: types[0],
+        types: types,
+        capability: relationship.capability,
+        properties: plain(relationship.properties),
+        attributes: plain(relationship.attributes),
+        target: views[edge.target.properties.name],
+      });
+    }
+  }
+
+  let ctx = {
+    service: { name: params.service, namespace: params.namespace },
+    objectName: function (nodeName) { return calaf.objectName(params.service, nodeName); },
+    selector: function (nodeName) {
+      return { 'calaf.io/service': params.service, 'calaf.io/node': calaf.labelValue(nodeName) };
+    },
+    readFile: function (path) { return calaf.readFile(path); },
+    parseYAML: function (text) { return calaf.parseYAML(text); },
+    nodes: views,
+  };
+
+  for (let v = 0; v < vertexes.length; v++) {
+    let vertex = vertexes[v];
+    let view = views[vertex.properties.name];
+    let result = { objects: [], attributes: {} };
+    let renderer = view.typeMetadata['calaf.render'];
+    if (renderer && params.render) {
+      let rendered = require(renderer).render(view, ctx);
+      if (Array.isArray(rendered)) rendered = { objects: rendered };
+      if (rendered) {
+        result.objects = rendered.objects || [];
+        result.attributes = rendered.attributes || {};
+      }
+    }
+    nodes.push({
+      name: view.name,
+      type: view.type,
+      types: view.types,
+      renderer: renderer || '',
+      objects: result.objects,
+      attributes: result.attributes,
+      relationships: view.relationships.map(function (r) {
+        return { requirement: r.requirement, type: r.type, types: r.types, target: r.target.name };
+      }),
+      operations: operationsOf(vertex.properties, view),
+      artifacts: view.artifacts,
+    });
+  }
+
+  let outputs = coerceOutputs(declaredOutputs);
+  return { nodes: nodes, outputs: outputs.outputs, outputErrors: outputs.errors };
+};
+
+// evaluate only resolves requirements and, with params.coerce, evaluates functions; the
+// caller reads the Clout afterwards.
+exports.evaluate = function (params) {
+  require('tosca.resolve');
+  if (params.coerce) traversal.coerce();
+};

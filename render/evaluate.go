@@ -1,0 +1,60 @@
+package render
+
+import (
+	contextpkg "context"
+	"errors"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/tliron/go-ard"
+	"github.com/tliron/kutil/problems"
+	cloutpkg "github.com/tliron/puccini/clout"
+	"github.com/tliron/puccini/clout/js"
+
+	"calaf.io/calaf/tosca"
+)
+
+// Evaluate resolves the requirements of a compiled package into relationships and, with
+// coerce, replaces every value by its evaluated result. It returns a new Clout.
+func Evaluate(ctx contextpkg.Context, compiled *tosca.Compiled, timeout time.Duration, coerce bool) (*cloutpkg.Clout, error) {
+	clout, _, err := runDriver(ctx, compiled, nil, timeout, logr.Discard(), "evaluate", map[string]any{"coerce": coerce})
+	if err != nil {
+		return nil, err
+	}
+	if calaf, ok := ard.With(clout.Metadata).Get("puccini", "scriptlets", "calaf").StringMap(); ok {
+		delete(calaf, "driver")
+	}
+	return clout, nil
+}
+
+// runDriver runs an export of the driver scriptlet on a copy of the compiled Clout (with
+// live attributes set) and returns the copy and the export's result. Problems reported by
+// scriptlets and script failures become an *tosca.InvalidError.
+func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[string]map[string]any, timeout time.Duration, log logr.Logger, function string, params map[string]any) (*cloutpkg.Clout, any, error) {
+	pkg := compiled.Package
+	clout, err := compiled.Clout.Copy()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := js.SetScriptlet(driverScriptlet, driverSource, clout); err != nil {
+		return nil, nil, err
+	}
+	if err := setAttributes(clout, attributes); err != nil {
+		return nil, nil, err
+	}
+	probs := problems.NewProblems(nil)
+	sandbox := &tosca.Sandbox{Timeout: timeout, Log: log, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}}}
+	result, execErr := sandbox.Exec(ctx, clout, probs, driverScriptlet, function, params)
+	diags := problemDiagnostics(pkg, probs)
+	if execErr != nil {
+		var scriptErr *tosca.ScriptError
+		if !errors.As(execErr, &scriptErr) {
+			return nil, nil, execErr
+		}
+		diags = append(diags, tosca.Diagnostic{File: pkg.Entry, Message: scriptErr.Error()})
+	}
+	if len(diags) > 0 {
+		return nil, nil, &tosca.InvalidError{Diagnostics: diags}
+	}
+	return clout, result, nil
+}

@@ -1,0 +1,127 @@
+// Package render turns a compiled TOSCA package into Kubernetes objects and a plan. The
+// rendering logic lives in the profiles' JavaScript scriptlets (each node type names its
+// renderer in the metadata key "calaf.render"); this package drives them in the tosca
+// sandbox, labels what they return, and orders the nodes by their requirements.
+package render
+
+import (
+	contextpkg "context"
+	"fmt"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/tliron/kutil/problems"
+
+	"calaf.io/calaf/internal/lru"
+	"calaf.io/calaf/tosca"
+)
+
+//go:embed driver.js
+var driverSource string
+
+// driverScriptlet is the Clout name under which the driver runs.
+const driverScriptlet = "calaf.driver"
+
+// Options say for whom a package is rendered.
+type Options struct {
+	// Service and Namespace name the Calaf Service: object names, labels, DNS names.
+	Service   string
+	Namespace string
+	// Attributes are live attribute values by node template and attribute name; they feed
+	// get_attribute in properties and outputs.
+	Attributes map[string]map[string]any
+	// Timeout bounds the scriptlets of one render; zero means tosca.DefaultScriptTimeout.
+	Timeout time.Duration
+}
+
+// Renderer renders compiled packages, caching results by compile key and options.
+type Renderer struct {
+	Log logr.Logger
+	// OnRender, if set, is called after every render that was not a cache hit.
+	OnRender func(duration time.Duration, err error)
+
+	cache *lru.Cache[*Result]
+}
+
+// NewRenderer returns a renderer that keeps up to cacheSize results.
+func NewRenderer(cacheSize int) *Renderer {
+	return &Renderer{cache: lru.New[*Result](cacheSize)}
+}
+
+// Render resolves requirements, coerces values (evaluating functions), runs the renderer
+// of every node template, and evaluates the outputs. Problems of the package are returned
+// as *tosca.InvalidError. The result is shared with the cache: DeepCopy objects before
+// changing them.
+func (r *Renderer) Render(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error) {
+	key := renderKey(compiled.Key, opts)
+	if result, ok := r.cache.Get(key); ok {
+		return result, nil
+	}
+	start := time.Now()
+	result, err := r.render(ctx, compiled, opts)
+	if r.OnRender != nil {
+		r.OnRender(time.Since(start), err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	result.Key = key
+	r.cache.Put(key, result)
+	return result, nil
+}
+
+func renderKey(compileKey string, opts Options) string {
+	h := sha256.New()
+	data, _ := json.Marshal([]any{compileKey, opts.Service, opts.Namespace, opts.Attributes})
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (r *Renderer) render(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error) {
+	params := map[string]any{
+		"service":   opts.Service,
+		"namespace": opts.Namespace,
+		"root":      compiled.Package.Root + "/",
+		"render":    true,
+	}
+	_, raw, err := runDriver(ctx, compiled, opts.Attributes, opts.Timeout, r.Log, "run", params)
+	if err != nil {
+		return nil, err
+	}
+	return assemble(raw, opts)
+}
+
+// problemDiagnostics converts problems that scriptlets reported (unsatisfied requirements,
+// failed constraints, function errors) into diagnostics.
+func problemDiagnostics(pkg *tosca.Package, probs *problems.Problems) []tosca.Diagnostic {
+	var diags []tosca.Diagnostic
+	for _, problem := range probs.Slice() {
+		d := tosca.Diagnostic{File: problem.Section, Path: problem.Item, Message: problem.Message}
+		if rel, ok := pkg.Rel(trimFileScheme(problem.Section)); ok {
+			d.File = rel
+		}
+		if problem.Row > 0 {
+			d.Line = problem.Row
+		}
+		if problem.Column > 0 {
+			d.Column = problem.Column
+		}
+		diags = append(diags, d)
+	}
+	return diags
+}
+
+func trimFileScheme(s string) string {
+	if len(s) > 7 && s[:7] == "file://" {
+		return s[7:]
+	}
+	return s
+}
+
+func invalidf(format string, args ...any) error {
+	return &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{Message: fmt.Sprintf(format, args...)}}}
+}
