@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+)
+
+// inputFlags are the -i/--input and --inputs flags shared by the commands that compile.
+type inputFlags struct {
+	values []string
+	files  []string
+}
+
+func (f *inputFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVarP(&f.values, "input", "i", nil, "an input as name=value; the value is YAML (3 is an integer, \"3\" a string)")
+	cmd.Flags().StringArrayVar(&f.files, "inputs", nil, "a YAML file of inputs (a map); -i values override it")
+}
+
+// parse merges the inputs files and the -i values.
+func (f *inputFlags) parse() (map[string]any, error) {
+	inputs := map[string]any{}
+	for _, file := range f.files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("inputs file: %w", err)}
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(data, &m); err != nil {
+			return nil, usageError{fmt.Errorf("inputs file %s is not a YAML map: %w", file, err)}
+		}
+		for name, value := range m {
+			inputs[name] = value
+		}
+	}
+	for _, assignment := range f.values {
+		name, text, ok := strings.Cut(assignment, "=")
+		if !ok || name == "" {
+			return nil, usageError{fmt.Errorf("input %q is not name=value", assignment)}
+		}
+		var value any
+		if err := yaml.Unmarshal([]byte(text), &value); err != nil {
+			value = text
+		}
+		inputs[name] = value
+	}
+	return inputs, nil
+}

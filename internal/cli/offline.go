@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tliron/go-transcribe"
+	"sigs.k8s.io/yaml"
+
+	"calaf.io/calaf/render"
+	"calaf.io/calaf/tosca"
+)
+
+// packageFlags are the flags of the commands that compile a package offline.
+type packageFlags struct {
+	inputs    inputFlags
+	service   string
+	namespace string
+	timeout   time.Duration
+	output    string
+}
+
+func (f *packageFlags) register(cmd *cobra.Command, outputs string, defaultOutput string) {
+	f.inputs.register(cmd)
+	cmd.Flags().StringVar(&f.service, "service", "demo", "name of the Calaf Service the package is rendered for")
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace the package is rendered for")
+	cmd.Flags().DurationVar(&f.timeout, "script-timeout", tosca.DefaultScriptTimeout, "deadline of the package's scriptlets")
+	if outputs != "" {
+		cmd.Flags().StringVarP(&f.output, "output", "o", defaultOutput, "output format: "+outputs)
+	}
+}
+
+// compiled is an offline compile of a package and its inputs.
+type compiled struct {
+	pkg      *tosca.Package
+	compiled *tosca.Compiled
+}
+
+func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, error) {
+	inputs, err := f.inputs.parse()
+	if err != nil {
+		return nil, err
+	}
+	pkg, err := tosca.Open(source, tosca.DefaultLimits())
+	if err != nil {
+		return nil, err
+	}
+	result, err := tosca.NewCompiler(1).Compile(ctx, pkg, inputs)
+	if err != nil {
+		pkg.Close()
+		return nil, err
+	}
+	return &compiled{pkg: pkg, compiled: result}, nil
+}
+
+func (f *packageFlags) render(ctx context.Context, c *compiled) (*render.Result, error) {
+	return render.NewRenderer(1).Render(ctx, c.compiled, render.Options{Service: f.service, Namespace: f.namespace, Timeout: f.timeout})
+}
+
+func checkOutput(value string, allowed ...string) error {
+	for _, a := range allowed {
+		if value == a {
+			return nil
+		}
+	}
+	return usageError{fmt.Errorf("unknown output format %q (one of %v)", value, allowed)}
+}
+
+// commandContext is cancelled by Ctrl-C.
+func commandContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(cmd.Context(), os.Interrupt)
+}
+
+func newValidateCommand() *cobra.Command {
+	var flags packageFlags
+	cmd := &cobra.Command{
+		Use:   "validate SOURCE",
+		Short: "Validate a TOSCA package: parse, compile, evaluate functions and render it",
+		Long: "Validate a package (directory, CSAR, or YAML file) offline. Types, inputs, requirements,\n" +
+			"function expressions and the renderers of its profiles are all checked. Exit code 1 and\n" +
+			"one diagnostic per line on stderr when something is wrong.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			c, err := flags.compile(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer c.pkg.Close()
+			result, err := flags.render(ctx, c)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "valid: %s (%s): %d node templates, %d objects, %d outputs\n",
+				c.pkg.Entry, c.pkg.Digest, len(result.Nodes), len(result.Objects), len(result.Outputs))
+			return nil
+		},
+	}
+	flags.register(cmd, "", "")
+	return cmd
+}
+
+func newCompileCommand() *cobra.Command {
+	var flags packageFlags
+	var coerce bool
+	cmd := &cobra.Command{
+		Use:   "compile SOURCE",
+		Short: "Compile a TOSCA package into its topology graph (a Puccini Clout)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(flags.output, "yaml", "json"); err != nil {
+				return err
+			}
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			c, err := flags.compile(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer c.pkg.Close()
+			clout, err := render.Evaluate(ctx, c.compiled, flags.timeout, coerce)
+			if err != nil {
+				return err
+			}
+			return transcribe.NewTranscriber().SetWriter(cmd.OutOrStdout()).SetFormat(flags.output).SetIndentSpaces(2).Write(clout)
+		},
+	}
+	flags.register(cmd, "yaml|json", "yaml")
+	cmd.Flags().BoolVar(&coerce, "coerce", false, "evaluate functions and replace values by their results")
+	return cmd
+}
+
+func newRenderCommand() *cobra.Command {
+	var flags packageFlags
+	cmd := &cobra.Command{
+		Use:   "render SOURCE",
+		Short: "Render a TOSCA package into the Kubernetes objects Calaf would apply",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(flags.output, "yaml", "json"); err != nil {
+				return err
+			}
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			c, err := flags.compile(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer c.pkg.Close()
+			result, err := flags.render(ctx, c)
+			if err != nil {
+				return err
+			}
+			return writeObjects(cmd.OutOrStdout(), result, flags.output)
+		},
+	}
+	flags.register(cmd, "yaml|json", "yaml")
+	return cmd
+}
+
+// writeObjects prints rendered objects as multi-document YAML (each preceded by the node
+// it comes from, as helm template does) or as a JSON List.
+func writeObjects(w io.Writer, result *render.Result, format string) error {
+	if format == "json" {
+		items := make([]any, 0, len(result.Objects))
+		for _, obj := range result.Objects {
+			items = append(items, obj.Object)
+		}
+		data, err := json.MarshalIndent(map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
+	}
+	for _, node := range result.Nodes {
+		for _, obj := range node.Objects {
+			data, err := yaml.Marshal(obj.Object)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "---\n# node: %s (%s)\n%s", node.Name, node.Type, data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+// Package cli implements the calaf command line: offline package commands (validate,
+// compile, render, graph) and the commands that drive the operator.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"calaf.io/calaf/tosca"
+)
+
+// Exit codes of calaf.
+const (
+	ExitOK      = 0
+	ExitInvalid = 1 // invalid package or inputs, or a failed operation
+	ExitUsage   = 2 // wrong command line
+)
+
+// usageError marks errors of the command line itself.
+type usageError struct{ error }
+
+// Streams are where a command reads and writes.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// Execute runs calaf with os.Args and returns its exit code.
+func Execute() int {
+	return Run(os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+}
+
+// Run runs calaf with args and returns its exit code.
+func Run(args []string, streams Streams) int {
+	root := NewRootCommand(streams)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var usage usageError
+	if errors.As(err, &usage) {
+		fmt.Fprintf(streams.Err, "Error: %v\nRun '%s --help' for usage.\n", err, root.Name())
+		return ExitUsage
+	}
+	printError(streams.Err, err)
+	return ExitInvalid
+}
+
+// printError writes an error, one diagnostic per line for invalid packages.
+func printError(w io.Writer, err error) {
+	if tosca.IsInvalid(err) {
+		for _, d := range tosca.DiagnosticsOf(err) {
+			fmt.Fprintf(w, "error: %s\n", d)
+		}
+		return
+	}
+	fmt.Fprintf(w, "error: %v\n", err)
+}
+
+// NewRootCommand returns the calaf command tree.
+func NewRootCommand(streams Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "calaf",
+		Short:         "Calaf deploys and runs network services described in TOSCA on Kubernetes",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.Err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		newValidateCommand(),
+		newCompileCommand(),
+		newRenderCommand(),
+		newGraphCommand(),
+	)
+	wrapArgs(root)
+	return root
+}
+
+// wrapArgs makes argument validation failures usage errors, recursively.
+func wrapArgs(cmd *cobra.Command) {
+	if validate := cmd.Args; validate != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := validate(c, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, child := range cmd.Commands() {
+		wrapArgs(child)
+	}
+}
