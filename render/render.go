@@ -6,11 +6,11 @@ package render
 
 import (
 	contextpkg "context"
-	"fmt"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"

@@ -22,7 +22,7 @@ veths_before=- chains_before=- created_paths=()
 
 # is_running PID WORD: PID is alive and its command line contains WORD (guards against PID reuse).
 is_running() {
-  [[ -r /proc/$1/cmdline ]] && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"
+  tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF -- "$2"
 }
 
 # terminate PID WORD GRACE: SIGTERM, up to GRACE seconds to exit, then SIGKILL.
@@ -172,7 +172,7 @@ if [[ -e $CALAF_RUN ]]; then rm -rf --one-file-system "$CALAF_RUN"; fi
 # --- verify ------------------------------------------------------------------------------------
 leftovers=()
 for proc in /proc/[0-9]*; do
-  cmd=$(tr '\0' ' ' <"$proc/cmdline" 2>/dev/null) || continue
+  cmd=$(tr '\0' ' ' 2>/dev/null <"$proc/cmdline") || continue
   if [[ $cmd == *"$CALAF_RUN"* || $cmd == *"$RUN_REAL"* ]] || grep -qs ':/kubepods' "$proc/cgroup"; then
     leftovers+=("process ${proc#/proc/}: ${cmd:0:120}")
   fi

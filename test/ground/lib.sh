@@ -33,8 +33,9 @@ SAVED_SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.i
 # those absent before cluster-up are removed by cluster-down.
 HOST_PATHS=(/var/lib/kubelet /var/log/containers /var/lib/cni /run/containerd /usr/libexec/kubernetes)
 
-# pid_alive NAME: true when the process recorded as NAME still runs.
+# pid_alive NAME: true when the process recorded as NAME still runs (a zombie does not count:
+# killed components stay zombies until init reaps them).
 pid_alive() {
   local f=$PID_DIR/$1.pid
-  [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null
+  [[ -f $f ]] && grep -qs '^State:[[:space:]]*[^Z]' "/proc/$(cat "$f")/status"
 }
