@@ -99,6 +99,7 @@ func assemble(raw any, opts Options) (*Result, error) {
 				Dependencies:   asStrings(op["dependencies"]),
 				Timeout:        timeout,
 				Inputs:         asMap(op["inputs"]),
+				InputsError:    asString(op["inputsError"]),
 			})
 		}
 		sort.Slice(node.Operations, func(i, j int) bool {

@@ -89,7 +89,7 @@ function nodeView(vertex, root) {
   };
 }
 
-function operationsOf(template, view) {
+function operationsOf(template, detached) {
   let operations = [];
   for (let interfaceName in template.interfaces) {
     let interface_ = template.interfaces[interfaceName];
@@ -97,9 +97,10 @@ function operationsOf(template, view) {
     for (let operationName in interface_.operations) {
       let operation = interface_.operations[operationName];
       if (!operation.implementation) continue;
-      let inputs = plain(interface_.inputs || {});
-      let operationInputs = plain(operation.inputs || {});
-      for (let key in operationInputs) inputs[key] = operationInputs[key];
+      let declared = detached.interfaces[interfaceName];
+      let inputs = {};
+      let inputsError = coerceInputs(detached.vertex, declared.inputs, inputs) ||
+        coerceInputs(detached.vertex, declared.operations[operationName], inputs);
       operations.push({
         interface: interfaceName,
         interfaceType: interfaceTypes[0],
@@ -109,6 +110,7 @@ function operationsOf(template, view) {
         dependencies: plain(operation.dependencies || []),
         timeout: operation.timeout,
         inputs: inputs,
+        inputsError: inputsError,
       });
     }
   }
@@ -132,14 +134,57 @@ function coerceOutputs(declared) {
   return { outputs: outputs, errors: errors };
 }
 
+// detachOperationInputs takes the inputs of every interface and operation out of the node
+// templates, so that coercing the Clout does not evaluate them: they are evaluated when
+// the operation runs, once the attributes they read have been observed.
+function detachOperationInputs() {
+  let detached = {};
+  for (let id in clout.vertexes) {
+    let vertex = clout.vertexes[id];
+    if (!tosca.isNodeTemplate(vertex)) continue;
+    let interfaces = vertex.properties.interfaces;
+    let byInterface = {};
+    for (let interfaceName in interfaces) {
+      let interface_ = interfaces[interfaceName];
+      let operations = {};
+      for (let operationName in interface_.operations) {
+        let operation = interface_.operations[operationName];
+        operations[operationName] = operation.inputs || {};
+        operation.inputs = {};
+      }
+      byInterface[interfaceName] = { inputs: interface_.inputs || {}, operations: operations };
+      interface_.inputs = {};
+    }
+    detached[vertex.properties.name] = { vertex: vertex, interfaces: byInterface };
+  }
+  return detached;
+}
+
+// coerceInputs evaluates detached inputs in the context of their node; the first input
+// that cannot be evaluated yet is reported as the operation's inputsError.
+function coerceInputs(vertex, declared, into) {
+  for (let name in declared) {
+    try {
+      into[name] = plain(clout.coerce(clout.newCoercible(declared[name], vertex)));
+    } catch (x) {
+      return name + ': ' + (x && x.value && x.value.error ? String(x.value.error()) : String(x));
+    }
+  }
+  return '';
+}
+
 exports.run = function (params) {
   require('tosca.resolve');
+  if (!problems.empty()) return { nodes: [], outputs: {}, outputErrors: {} };
   let declaredOutputs = {};
   if (tosca.isTosca(clout)) {
     declaredOutputs = clout.properties.tosca.outputs;
     clout.properties.tosca.outputs = {};
   }
+  let operationInputs = detachOperationInputs();
   traversal.coerce();
+  // Values that failed to coerce were reported as problems and are still unevaluated.
+  if (!problems.empty()) return { nodes: [], outputs: {}, outputErrors: {} };
 
   let root = params.root;
   let vertexes = [];
@@ -180,7 +225,7 @@ exports.run = function (params) {
       return { 'calaf.io/service': params.service, 'calaf.io/node': calaf.labelValue(nodeName) };
     },
     readFile: function (path) { return calaf.readFile(path); },
-    parseYAML: function (text) { return calaf.parseYAML(text); },
+    parseYAML: function (text) { return calaf.parseYaml(text); },
     nodes: views,
   };
 
@@ -207,7 +252,7 @@ exports.run = function (params) {
       relationships: view.relationships.map(function (r) {
         return { requirement: r.requirement, type: r.type, types: r.types, target: r.target.name };
       }),
-      operations: operationsOf(vertex.properties, view),
+      operations: operationsOf(vertex.properties, operationInputs[view.name]),
       artifacts: view.artifacts,
     });
   }

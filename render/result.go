@@ -79,7 +79,10 @@ type Operation struct {
 	Dependencies   []string
 	// Timeout in seconds, as the template says; 0 or less means the default.
 	Timeout int64
-	Inputs  map[string]any
+	// Inputs are the evaluated inputs of the interface and the operation. InputsError says
+	// why they could not be evaluated yet (e.g. an attribute not observed yet).
+	Inputs      map[string]any
+	InputsError string
 }
 
 // QualifiedName returns "Interface.operation".

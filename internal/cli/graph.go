@@ -54,9 +54,9 @@ func writeDOT(w io.Writer, title string, result *render.Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %q {\n  rankdir=BT;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n", title)
 	for _, node := range result.Nodes {
-		label := node.Name + "\\n" + node.Type
+		label := node.Name + "\n" + node.Type
 		for _, obj := range node.Objects {
-			label += "\\n" + obj.GetKind() + "/" + obj.GetName()
+			label += "\n" + obj.GetKind() + "/" + obj.GetName()
 		}
 		fmt.Fprintf(&b, "  %q [label=%q, fillcolor=%q];\n", node.Name, label, nodeColor(node))
 	}
