@@ -22,7 +22,8 @@ veths_before=- chains_before=- created_paths=()
 
 # is_running PID WORD: PID is alive and its command line contains WORD (guards against PID reuse).
 is_running() {
-  tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF -- "$2"
+  local cmd
+  cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline") && [[ $cmd == *"$2"* ]]
 }
 
 # terminate PID WORD GRACE: SIGTERM, up to GRACE seconds to exit, then SIGKILL.
@@ -92,14 +93,19 @@ if [[ -f $PID_DIR/containerd.pid ]] && is_running "$(cat "$PID_DIR/containerd.pi
 fi
 stop containerd
 
-# Whatever survived: container init processes and shims, by the PIDs containerd recorded.
+# Whatever survived (after a crash of containerd): container init processes, by the PIDs
+# containerd recorded, and the shims serving our containerd socket (containerd 1.6 records
+# no shim PID; a shim's command line names the socket).
 for file in "$TASK_DIR"/*/*/init.pid; do
   [[ -f $file ]] || continue
   pid=$(cat "$file")
   if grep -qs kubepods "/proc/$pid/cgroup"; then kill -KILL "$pid" 2>/dev/null || true; fi
 done
-for file in "$TASK_DIR"/*/*/shim.pid; do
-  [[ -f $file ]] && terminate "$(cat "$file")" containerd-shim 2
+for proc in /proc/[0-9]*; do
+  cmd=$(tr '\0' ' ' 2>/dev/null <"$proc/cmdline") || continue
+  if [[ $cmd == *containerd-shim*" -address $CONTAINERD_SOCK "* ]]; then
+    terminate "${proc#/proc/}" containerd-shim 2
+  fi
 done
 
 stop kube-apiserver

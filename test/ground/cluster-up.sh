@@ -46,6 +46,8 @@ done >"$CALAF_RUN/chains.before"
 
 # --- failure handling ----------------------------------------------------------------------
 current=""  # the component being waited for; its log is shown on a failure
+set -E      # the ERR trap also fires in functions: it names the command that failed
+trap 'log "failed at line $LINENO: $BASH_COMMAND"' ERR
 on_exit() {
   local rc=$?
   ((rc == 0)) && return
@@ -293,6 +295,11 @@ node_ready() {
 }
 wait_for kubelet 60 "node $NODE_NAME Ready" node_ready
 wait_for kube-controller-manager 60 "default ServiceAccount" kubectl -n default get serviceaccount default
+
+for name in containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+  current=$name
+  pid_alive "$name" || die "$name exited during start-up"
+done
 
 # The admin kubeconfig is published last: its presence means the cluster is usable.
 install -m 600 "$CALAF_RUN/admin.kubeconfig" "$KUBECONFIG_OUT"

@@ -62,7 +62,8 @@ import_images() {
       continue
     fi
     "${ctr[@]}" images import "$tar" >/dev/null
-    "${ctr[@]}" images ls -q | grep -qxF "$image" || die "importing $tar did not create $image"
+    present=$("${ctr[@]}" images ls -q) # (no `ctr | grep -q`: with pipefail, SIGPIPE fails it)
+    grep -qxF "$image" <<<"$present" || die "importing $tar did not create $image"
   done
 }
 
