@@ -128,7 +128,7 @@ function coerceOutputs(declared) {
       let coercible = clout.newCoercible(declared[name]);
       outputs[name] = plain(clout.coerce(coercible));
     } catch (x) {
-      errors[name] = x && x.value && x.value.error ? String(x.value.error()) : String(x);
+      errors[name] = errorMessage(x);
     }
   }
   return { outputs: outputs, errors: errors };
@@ -167,10 +167,16 @@ function coerceInputs(vertex, declared, into) {
     try {
       into[name] = plain(clout.coerce(clout.newCoercible(declared[name], vertex)));
     } catch (x) {
-      return name + ': ' + (x && x.value && x.value.error ? String(x.value.error()) : String(x));
+      return name + ': ' + errorMessage(x);
     }
   }
   return '';
+}
+
+// errorMessage describes what a scriptlet threw: a string, an Error, a Go error.
+function errorMessage(x) {
+  if (x && x.value && x.value.error) return String(x.value.error());
+  return String(x);
 }
 
 exports.run = function (params) {
@@ -235,7 +241,12 @@ exports.run = function (params) {
     let result = { objects: [], attributes: {} };
     let renderer = view.typeMetadata['calaf.render'];
     if (renderer && params.render) {
-      let rendered = require(renderer).render(view, ctx);
+      let rendered;
+      try {
+        rendered = require(renderer).render(view, ctx);
+      } catch (x) {
+        throw util.sprintf('node %q: renderer %s: %s', view.name, renderer, errorMessage(x));
+      }
       if (Array.isArray(rendered)) rendered = { objects: rendered };
       if (rendered) {
         result.objects = rendered.objects || [];

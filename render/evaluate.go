@@ -51,10 +51,22 @@ func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[
 		if !errors.As(execErr, &scriptErr) {
 			return nil, nil, execErr
 		}
-		diags = append(diags, tosca.Diagnostic{File: pkg.Entry, Message: scriptErr.Error()})
+		diags = append(diags, tosca.Diagnostic{File: pkg.Entry, Message: driverMessage(scriptErr)})
 	}
 	if len(diags) > 0 {
 		return nil, nil, &tosca.InvalidError{Diagnostics: diags}
 	}
 	return clout, result, nil
+}
+
+// driverMessage words a failure of the driver for the package author: the driver itself is
+// Calaf's, the scriptlets it runs (functions, renderers) are the package's or a profile's.
+func driverMessage(err *tosca.ScriptError) string {
+	if err.Scriptlet != driverScriptlet {
+		return err.Error()
+	}
+	if err.Timeout {
+		return "scriptlets " + err.Message + ": an endless loop in a TOSCA function or a renderer?"
+	}
+	return err.Message
 }

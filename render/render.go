@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -100,7 +101,7 @@ func (r *Renderer) render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 func problemDiagnostics(pkg *tosca.Package, probs *problems.Problems) []tosca.Diagnostic {
 	var diags []tosca.Diagnostic
 	for _, problem := range probs.Slice() {
-		d := tosca.Diagnostic{File: problem.Section, Path: problem.Item, Message: problem.Message}
+		d := tosca.Diagnostic{File: problem.Section, Path: problem.Item, Message: problemMessage(problem.Message)}
 		if rel, ok := pkg.Rel(trimFileScheme(problem.Section)); ok {
 			d.File = rel
 		}
@@ -113,6 +114,12 @@ func problemDiagnostics(pkg *tosca.Package, probs *problems.Problems) []tosca.Di
 		diags = append(diags, d)
 	}
 	return diags
+}
+
+// problemMessage completes Puccini's message for a function that overflowed the call
+// stack: goja's StackOverflowError has no message, only a stack.
+func problemMessage(message string) string {
+	return strings.Replace(message, " failed because  at ", " failed because the call stack overflowed (runaway recursion?) at ", 1)
 }
 
 func trimFileScheme(s string) string {

@@ -85,7 +85,22 @@ func Open(source string, limits Limits) (*Package, error) {
 		}
 		return OpenArchive(data, filepath.Base(source), limits)
 	}
+	if hasArchiveExtension(source) {
+		return nil, Invalid(filepath.Base(source), "package is neither a zip (CSAR) nor a tar archive")
+	}
 	return openDirectory(filepath.Dir(source), filepath.Base(source), limits)
+}
+
+// hasArchiveExtension tells whether a file name promises an archive, so that a corrupt
+// CSAR is reported as such instead of being read as a YAML template.
+func hasArchiveExtension(name string) bool {
+	name = strings.ToLower(name)
+	for _, ext := range []string{".csar", ".zip", ".tar", ".tgz", ".tar.gz"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // OpenArchive extracts a zip or tar(.gz) archive held in memory into a new temporary
@@ -127,6 +142,11 @@ func (p *Package) Close() error {
 		return nil
 	}
 	return os.RemoveAll(p.Root)
+}
+
+// OwnDirectory makes Close remove the package's directory, which the caller hands over.
+func (p *Package) OwnDirectory() {
+	p.temporary = true
 }
 
 // ReadFile returns the content of a package file. The path is relative to the package

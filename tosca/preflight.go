@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -21,72 +22,96 @@ var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 // declared repository. Malformed YAML (including alias bombs) is reported here with its
 // line. allowedImports holds the URLs of embedded profiles that may be imported by name.
 func (p *Package) preflight(allowedImports map[string]bool) error {
-	var diags []Diagnostic
-	report := func(file string, n *yaml.Node, format string, args ...any) {
-		d := Diagnostic{File: file, Message: fmt.Sprintf(format, args...)}
-		if n != nil {
-			d.Line, d.Column = n.Line, n.Column
-		}
-		diags = append(diags, d)
-	}
-	queue := []string{p.Entry}
-	visited := map[string]bool{p.Entry: true}
-	for len(queue) > 0 {
-		file := queue[0]
-		queue = queue[1:]
-		doc, err := p.readYAML(file)
-		if err != nil {
-			diags = append(diags, DiagnosticsOf(err)...)
-			continue
-		}
-		top := mappingOf(doc)
-		if top == nil {
-			continue // Puccini reports what is wrong with the shape
-		}
-		for _, target := range importTargets(mappingValue(top, "imports")) {
-			switch {
-			case target.repository:
-				report(file, target.node, "imports from a repository are not allowed: put the file in the package")
-			case allowedImports[target.url]:
-			case urlScheme.MatchString(target.url) && !isWindowsDrive(target.url):
-				report(file, target.node, "import %q is not allowed: imports must be files inside the package (or the Calaf profile)", target.url)
-			default:
-				rel, err := p.resolve(file, target.url)
-				if err != nil {
-					report(file, target.node, "import %q: %v", target.url, err)
-					continue
-				}
-				if !visited[rel] {
-					visited[rel] = true
-					queue = append(queue, rel)
-				}
-			}
-		}
-		walkMappings(doc, func(key, value *yaml.Node) {
-			if !strings.HasPrefix(key.Value, scriptletImportPrefix) {
-				return
-			}
-			if _, err := p.resolve(file, value.Value); err != nil {
-				report(file, value, "scriptlet %q: %v", value.Value, err)
-			}
-		})
-		for _, artifact := range artifactFiles(top) {
-			if urlScheme.MatchString(artifact.Value) && !isWindowsDrive(artifact.Value) {
-				report(file, artifact, "artifact file %q is not allowed: artifacts must be files inside the package or name a repository", artifact.Value)
-				continue
-			}
-			if _, err := p.resolvePath(file, artifact.Value); err != nil {
-				report(file, artifact, "artifact file %q: %v", artifact.Value, err)
-			}
-		}
-	}
-	if len(diags) > 0 {
-		return &InvalidError{Diagnostics: diags}
+	f := &flight{pkg: p, allowed: allowedImports, state: map[string]int{}}
+	f.visit(p.Entry)
+	if len(f.diags) > 0 {
+		return &InvalidError{Diagnostics: f.diags}
 	}
 	return nil
 }
 
+// flight is one preflight walk: a depth-first walk of the import graph, so that an import
+// cycle is reported with its path.
+type flight struct {
+	pkg     *Package
+	allowed map[string]bool
+	diags   []Diagnostic
+	state   map[string]int // 0 unvisited, 1 on the current import path, 2 done
+	path    []string
+}
+
+func (f *flight) report(file string, n *yaml.Node, format string, args ...any) {
+	d := Diagnostic{File: file, Message: fmt.Sprintf(format, args...)}
+	if n != nil {
+		d.Line, d.Column = n.Line, n.Column
+	}
+	f.diags = append(f.diags, d)
+}
+
+func (f *flight) visit(file string) {
+	p := f.pkg
+	f.state[file] = 1
+	f.path = append(f.path, file)
+	defer func() {
+		f.state[file] = 2
+		f.path = f.path[:len(f.path)-1]
+	}()
+	doc, err := p.readYAML(file)
+	if err != nil {
+		f.diags = append(f.diags, DiagnosticsOf(err)...)
+		return
+	}
+	top := mappingOf(doc)
+	if top == nil {
+		return // Puccini reports what is wrong with the shape
+	}
+	for _, target := range importTargets(mappingValue(top, "imports")) {
+		switch {
+		case target.repository:
+			f.report(file, target.node, "imports from a repository are not allowed: put the file in the package")
+		case f.allowed[target.url]:
+		case urlScheme.MatchString(target.url) && !isWindowsDrive(target.url):
+			f.report(file, target.node, "import %q is not allowed: imports must be files inside the package (or the Calaf profile)", target.url)
+		default:
+			rel, err := p.resolve(file, target.url)
+			switch {
+			case err != nil:
+				f.report(file, target.node, "import %q: %v", target.url, err)
+			case rel == file:
+				f.report(file, target.node, "import %q imports the file itself", target.url)
+			case f.state[rel] == 1:
+				cycle := append([]string{}, f.path[slices.Index(f.path, rel):]...)
+				f.report(file, target.node, "import %q closes an import cycle: %s", target.url, strings.Join(append(cycle, rel), " → "))
+			case f.state[rel] == 0:
+				f.visit(rel)
+			}
+		}
+	}
+	walkMappings(doc, func(key, value *yaml.Node) {
+		if !strings.HasPrefix(key.Value, scriptletImportPrefix) {
+			return
+		}
+		if _, err := p.resolve(file, value.Value); err != nil {
+			f.report(file, value, "scriptlet %q: %v", value.Value, err)
+		}
+	})
+	for _, artifact := range artifactFiles(top) {
+		if urlScheme.MatchString(artifact.Value) && !isWindowsDrive(artifact.Value) {
+			f.report(file, artifact, "artifact file %q is not allowed: artifacts must be files inside the package or name a repository", artifact.Value)
+			continue
+		}
+		if _, err := p.resolvePath(file, artifact.Value); err != nil {
+			f.report(file, artifact, "artifact file %q: %v", artifact.Value, err)
+		}
+	}
+}
+
+// maxAliasNodes bounds how many nodes aliases may add to a document once expanded. TOSCA
+// templates rarely use aliases at all; a "billion laughs" document adds billions.
+const maxAliasNodes = 100_000
+
 // readYAML parses a package file, turning syntax errors and alias bombs into diagnostics.
+// Aliases are counted, never expanded, so this takes time linear in the text.
 func (p *Package) readYAML(file string) (*yaml.Node, error) {
 	data, err := p.ReadFile(file)
 	if err != nil {
@@ -96,11 +121,45 @@ func (p *Package) readYAML(file string) (*yaml.Node, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, yamlDiagnostic(file, err)
 	}
-	var expanded any
-	if err := doc.Decode(&expanded); err != nil {
-		return nil, yamlDiagnostic(file, err)
+	literal := countNodes(&doc, nil, false)
+	if expanded := countNodes(&doc, map[*yaml.Node]int{}, true); expanded-literal > maxAliasNodes {
+		return nil, Invalid(file, "invalid YAML: its aliases expand it by more than %d nodes (an alias bomb?)", maxAliasNodes)
 	}
 	return &doc, nil
+}
+
+// countNodes counts the nodes of a YAML tree, with aliases expanded when expand is set;
+// sizes are memoized per node and saturate above maxAliasNodes, so a document whose
+// expansion is exponential is counted in linear time. An alias to a node that contains
+// it counts as infinite.
+func countNodes(n *yaml.Node, memo map[*yaml.Node]int, expand bool) int {
+	const infinite = 1 << 40
+	if n == nil {
+		return 0
+	}
+	if n.Kind == yaml.AliasNode {
+		if !expand {
+			return 1
+		}
+		n = n.Alias
+	}
+	if expand {
+		if size, ok := memo[n]; ok {
+			if size < 0 {
+				return infinite // an alias inside its own anchor
+			}
+			return size
+		}
+		memo[n] = -1
+	}
+	size := 1
+	for _, child := range n.Content {
+		size = min(size+countNodes(child, memo, expand), infinite)
+	}
+	if expand {
+		memo[n] = size
+	}
+	return size
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
