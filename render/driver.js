@@ -99,8 +99,9 @@ function operationsOf(template, detached) {
       if (!operation.implementation) continue;
       let declared = detached.interfaces[interfaceName];
       let inputs = {};
-      let inputsError = coerceInputs(detached.vertex, declared.inputs, inputs) ||
-        coerceInputs(detached.vertex, declared.operations[operationName], inputs);
+      let errors = coerceInputs(detached.vertex, declared.inputs, inputs)
+        .concat(coerceInputs(detached.vertex, declared.operations[operationName], inputs));
+      let inputsError = errors.join('; ');
       operations.push({
         interface: interfaceName,
         interfaceType: interfaceTypes[0],
@@ -160,17 +161,43 @@ function detachOperationInputs() {
   return detached;
 }
 
-// coerceInputs evaluates detached inputs in the context of their node; the first input
-// that cannot be evaluated yet is reported as the operation's inputsError.
+// coerceInputs evaluates detached inputs in the context of their node, in name order,
+// and returns a message for each input that cannot be evaluated yet (typically one that
+// reads an attribute not observed yet); the others are evaluated all the same.
 function coerceInputs(vertex, declared, into) {
-  for (let name in declared) {
+  let errors = [];
+  let names = Object.keys(declared || {}).sort();
+  for (let i = 0; i < names.length; i++) {
+    let name = names[i];
     try {
       into[name] = plain(clout.coerce(clout.newCoercible(declared[name], vertex)));
     } catch (x) {
-      return name + ': ' + errorMessage(x);
+      errors.push(name + ': ' + errorMessage(x));
     }
   }
-  return '';
+  return errors;
+}
+
+// requireObservedAttributes makes get_attribute fail on an attribute that has no value yet,
+// instead of returning null: outputs and operation inputs (evaluated after this) then say
+// which attribute they wait for. Properties, coerced before, keep TOSCA's null.
+function requireObservedAttributes() {
+  let getAttribute;
+  try {
+    getAttribute = require('tosca.function.get_attribute');
+  } catch (x) {
+    return; // not a TOSCA Clout with Puccini's functions
+  }
+  let evaluate = getAttribute.evaluate;
+  getAttribute.evaluate = function () {
+    let value = evaluate.apply(this, arguments);
+    if (value === null || value === undefined) {
+      let path = [];
+      for (let i = 0; i < arguments.length; i++) path.push(String(arguments[i]));
+      throw util.sprintf('attribute %s has no value yet (it is observed once the node is deployed)', path.join('.'));
+    }
+    return value;
+  };
 }
 
 // errorMessage describes what a scriptlet threw: a string, an Error, a Go error.
@@ -191,6 +218,7 @@ exports.run = function (params) {
   traversal.coerce();
   // Values that failed to coerce were reported as problems and are still unevaluated.
   if (!problems.empty()) return { nodes: [], outputs: {}, outputErrors: {} };
+  requireObservedAttributes();
 
   let root = params.root;
   let vertexes = [];
