@@ -141,6 +141,9 @@ func (c *Compiler) compile(ctx contextpkg.Context, pkg *Package, inputs map[stri
 		return nil, &InvalidError{Diagnostics: diags}
 	}
 	if parseErr != nil {
+		if parseErr.Error() == "read error" { // Puccini found no grammar and says no more
+			return nil, Invalid(pkg.Entry, "not a service template: no tosca_definitions_version (nor heat_template_version) at its top level")
+		}
 		return nil, Invalid(pkg.Entry, "%v", parseErr)
 	}
 	if err := pkg.checkReadFiles(parserContext.Files); err != nil {

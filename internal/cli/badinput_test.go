@@ -194,6 +194,11 @@ func badCases() []badCase {
 			want:  []string{"service.yaml", "invalid YAML"},
 		},
 		{
+			name:  "YAML that is not a template",
+			build: service("all:\n  hosts:\n    localhost: {}\n"),
+			want:  []string{"service.yaml: not a service template: no tosca_definitions_version"},
+		},
+		{
 			name:  "YAML alias bomb",
 			build: service(aliasBomb()),
 			want:  []string{"service.yaml: invalid YAML: its aliases expand it by more than 100000 nodes (an alias bomb?)"},
