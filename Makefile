@@ -8,7 +8,7 @@ CALAF_CACHE ?= $(HOME)/.cache/calaf
 export CALAF_CACHE
 BIN_DIR := $(CALAF_CACHE)/k8s-v1.37.2/bin
 TOOLS_DIR := $(CALAF_CACHE)/tools
-CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-v0.20.1
+CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-v0.23.0
 GO_TEST_FLAGS ?=
 
 ##@ General
@@ -29,7 +29,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests.
 
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS_DIR)
-	GOBIN=$(TOOLS_DIR) go install sigs.k8s.io/controller-tools/cmd/controller-gen@v0.20.1
+	GOBIN=$(TOOLS_DIR) go install sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 	mv $(TOOLS_DIR)/controller-gen $(CONTROLLER_GEN)
 
 .PHONY: vet

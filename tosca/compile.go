@@ -66,6 +66,11 @@ func CacheKey(digest string, inputs map[string]any) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// Add caches a compiled package obtained elsewhere (e.g. restored from durable state).
+func (c *Compiler) Add(compiled *Compiled) {
+	c.cache.Put(compiled.Key, compiled)
+}
+
 // Cached returns the compiled package for key, if cached.
 func (c *Compiler) Cached(key string) (*Compiled, bool) {
 	return c.cache.Get(key)

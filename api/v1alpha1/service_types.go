@@ -1,0 +1,348 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// ServiceKind is the kind of Service.
+	ServiceKind = "Service"
+	// ServiceFinalizer lets the operator tear a Service's objects down before it goes.
+	ServiceFinalizer = "calaf.io/finalizer"
+	// ReconcileRequestAnnotation asks for an immediate reconcile when its value changes.
+	ReconcileRequestAnnotation = "calaf.io/reconcile-requested-at"
+)
+
+// DeletionPolicy says what happens to a Service's objects when the Service is deleted.
+// +kubebuilder:validation:Enum=Delete;Orphan
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyDelete removes the objects, dependents before their dependencies.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyOrphan leaves the objects running, without Calaf's labels.
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+)
+
+// ServiceSpec says which TOSCA package to deploy, with which inputs, and how.
+type ServiceSpec struct {
+	// Source of the TOSCA package (a CSAR, a directory in git, an OCI artifact).
+	Source Source `json:"source"`
+
+	// Inputs of the service template, by name. Values are any JSON; TOSCA validates them
+	// against the template's input definitions.
+	// +optional
+	Inputs map[string]apiextensionsv1.JSON `json:"inputs,omitempty"`
+
+	// InputsFrom reads inputs from Secrets and ConfigMaps in the Service's namespace: every
+	// key becomes an input (its value parsed as YAML). Inputs override them. Values from a
+	// Secret are treated as secret: never written to status, events or logs.
+	// +optional
+	InputsFrom []InputsReference `json:"inputsFrom,omitempty"`
+
+	// Interval between reconciles: the package is fetched again, drift is repaired.
+	// +kubebuilder:default="10m"
+	// +optional
+	Interval metav1.Duration `json:"interval,omitempty"`
+
+	// RetryInterval is the wait after a failure; defaults to Interval.
+	// +optional
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
+
+	// Timeout for the objects of a new revision to become healthy before the Service is
+	// reported as failed (it keeps trying).
+	// +kubebuilder:default="5m"
+	// +optional
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+
+	// Suspend stops reconciling; nothing is applied, pruned or deleted while suspended.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// DeletionPolicy says what happens to the objects when the Service is deleted.
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// ServiceAccountName is impersonated to apply, prune and delete the objects, so a
+	// Service can do no more than that account may.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Force recreates objects whose immutable fields changed (e.g. a selector).
+	// +optional
+	Force bool `json:"force,omitempty"`
+}
+
+// Source locates a TOSCA package. Exactly one member is set.
+// +kubebuilder:validation:XValidation:rule="[has(self.url), has(self.upload), has(self.git), has(self.oci)].filter(x, x).size() == 1",message="exactly one of url, upload, git and oci must be set"
+type Source struct {
+	// URL of a CSAR (zip) or tar(.gz) package over http or https.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +optional
+	URL string `json:"url,omitempty"`
+
+	// SHA256 of the package at URL, in hex; a download that does not match is refused, and
+	// a known digest is never downloaded twice.
+	// +kubebuilder:validation:Pattern=`^[a-f0-9]{64}$`
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+
+	// SecretRef names a Secret with credentials for URL: "username" and "password", or
+	// "token" (a bearer token); and "ca.crt", a CA bundle to trust.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Upload is a package uploaded by `calaf deploy` from local files.
+	// +optional
+	Upload *UploadSource `json:"upload,omitempty"`
+
+	// Git is a package in a git repository.
+	// +optional
+	Git *GitSource `json:"git,omitempty"`
+
+	// OCI is a package stored as an artifact in an OCI registry.
+	// +optional
+	OCI *OCISource `json:"oci,omitempty"`
+}
+
+// UploadSource is a package archive stored in a ConfigMap of the Service's namespace.
+type UploadSource struct {
+	// ConfigMapName names the ConfigMap whose binaryData "package.tar.gz" is the package.
+	// +kubebuilder:validation:MinLength=1
+	ConfigMapName string `json:"configMapName"`
+
+	// SHA256 of the archive, in hex. The operator refuses an archive that does not match;
+	// uploading new content changes it, and so triggers a reconcile.
+	// +kubebuilder:validation:Pattern=`^[a-f0-9]{64}$`
+	SHA256 string `json:"sha256"`
+}
+
+// GitSource is a package in a git repository, at a branch, tag or commit.
+type GitSource struct {
+	// URL of the repository: https://, http:// or ssh://.
+	// +kubebuilder:validation:Pattern=`^(https?|ssh)://`
+	URL string `json:"url"`
+
+	// Ref to check out; defaults to the branch "main".
+	// +optional
+	Ref *GitRef `json:"ref,omitempty"`
+
+	// Path of the package in the repository: a directory or a .csar file; defaults to the root.
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// SecretRef names a Secret with credentials: "username" and "password" (or a token as
+	// password) for HTTPS; "identity" (a private key) and "known_hosts" for SSH.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// GitRef selects a commit: by branch (followed), by tag, or a fixed commit.
+// +kubebuilder:validation:XValidation:rule="[has(self.branch), has(self.tag), has(self.commit)].filter(x, x).size() <= 1",message="set at most one of branch, tag and commit"
+type GitRef struct {
+	// +optional
+	Branch string `json:"branch,omitempty"`
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// +kubebuilder:validation:Pattern=`^[a-f0-9]{40}$`
+	// +optional
+	Commit string `json:"commit,omitempty"`
+}
+
+// OCISource is a package stored as an OCI artifact (see `calaf package push`).
+type OCISource struct {
+	// URL of the repository, oci://host/repository.
+	// +kubebuilder:validation:Pattern=`^oci://`
+	URL string `json:"url"`
+
+	// Tag to pull; defaults to "latest". Ignored when Digest is set.
+	// +optional
+	Tag string `json:"tag,omitempty"`
+
+	// Digest pins the artifact ("sha256:...").
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +optional
+	Digest string `json:"digest,omitempty"`
+
+	// SecretRef names a Secret of type kubernetes.io/dockerconfigjson with registry credentials.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Insecure allows a plain-HTTP registry.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+}
+
+// LocalObjectReference names an object in the Service's namespace.
+type LocalObjectReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// InputsReference names a Secret or ConfigMap holding inputs.
+type InputsReference struct {
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Optional allows the object to be missing.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// NodePhase is where a node template stands.
+type NodePhase string
+
+const (
+	// NodePending waits for the nodes it depends on.
+	NodePending NodePhase = "Pending"
+	// NodeProgressing has its objects applied and waits for them to become healthy.
+	NodeProgressing NodePhase = "Progressing"
+	// NodeConfiguring runs its lifecycle operations.
+	NodeConfiguring NodePhase = "Configuring"
+	// NodeReady has healthy objects and ran its operations.
+	NodeReady NodePhase = "Ready"
+	// NodeFailed could not be applied, its objects failed, or an operation failed.
+	NodeFailed NodePhase = "Failed"
+)
+
+// NodeStatus is the state of one node template.
+type NodeStatus struct {
+	// Name of the node template.
+	Name string `json:"name"`
+	// Type of the node template (most derived).
+	Type string `json:"type"`
+	// Phase of the node.
+	Phase NodePhase `json:"phase"`
+	// Message explains the phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Objects of the node, as Kind/name.
+	// +optional
+	Objects []string `json:"objects,omitempty"`
+	// WaitingFor names what the node waits for: a node ("node db") or an object.
+	// +optional
+	WaitingFor string `json:"waitingFor,omitempty"`
+	// DependsOn names the nodes this node waits for.
+	// +optional
+	DependsOn []string `json:"dependsOn,omitempty"`
+	// Attributes observed on the node's objects or set by its operations.
+	// +optional
+	Attributes map[string]apiextensionsv1.JSON `json:"attributes,omitempty"`
+	// Operations run on the node.
+	// +optional
+	Operations []NodeOperationStatus `json:"operations,omitempty"`
+}
+
+// NodeOperationStatus is the last run of a lifecycle operation on a node.
+type NodeOperationStatus struct {
+	// Name is "Interface.operation".
+	Name string `json:"name"`
+	// Phase: Pending, Running, Succeeded or Failed.
+	Phase string `json:"phase"`
+	// Fingerprint of what the operation ran with: artifact, inputs, package revision.
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Pods the operation succeeded in, for this fingerprint.
+	// +optional
+	Pods []string `json:"pods,omitempty"`
+	// Attempts of the current fingerprint.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// Message of the last run: the error and the tail of its stderr when it failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	LastRunTime *metav1.Time `json:"lastRunTime,omitempty"`
+}
+
+// PackageStatus describes the package a Service last fetched.
+type PackageStatus struct {
+	// Revision: "sha256:<hex>" for archives, "<branch>@sha1:<commit>" for git,
+	// "<tag>@sha256:<digest>" for OCI.
+	Revision string `json:"revision"`
+	// Digest of the package's files (sha256 over paths and contents).
+	Digest string `json:"digest"`
+	// Entry is the entry service template in the package.
+	// +optional
+	Entry string `json:"entry,omitempty"`
+	// Template name and version from the template's metadata.
+	// +optional
+	TemplateName string `json:"templateName,omitempty"`
+	// +optional
+	TemplateVersion string `json:"templateVersion,omitempty"`
+}
+
+// InventoryEntry is an object the Service applied.
+type InventoryEntry struct {
+	// ID is "<namespace>_<name>_<group>_<kind>".
+	ID string `json:"id"`
+	// Version is the API version the object was applied with.
+	Version string `json:"v"`
+}
+
+// ServiceStatus is the observed state of a Service.
+type ServiceStatus struct {
+	// ObservedGeneration is the last generation reconciled to Ready.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Package last fetched.
+	// +optional
+	Package *PackageStatus `json:"package,omitempty"`
+	// LastAppliedRevision is the revision whose objects were last applied successfully.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+	// LastAttemptedRevision is the revision last tried.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+	// Outputs of the service template, evaluated from live attributes.
+	// +optional
+	Outputs map[string]apiextensionsv1.JSON `json:"outputs,omitempty"`
+	// PendingOutputs says why an output has no value yet.
+	// +optional
+	PendingOutputs map[string]string `json:"pendingOutputs,omitempty"`
+	// Nodes is the state of each node template, in deployment order.
+	// +optional
+	Nodes []NodeStatus `json:"nodes,omitempty"`
+	// Inventory lists the objects the Service applied, in deployment order.
+	// +optional
+	Inventory []InventoryEntry `json:"inventory,omitempty"`
+	// LastHandledReconcileAt is the last value of the reconcile-request annotation handled.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+}
+
+// Service is a network service described in TOSCA, deployed and run by Calaf.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=csvc,categories=calaf
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.lastAppliedRevision`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+type Service struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec ServiceSpec `json:"spec,omitempty"`
+	// +optional
+	Status ServiceStatus `json:"status,omitempty"`
+}
+
+// ServiceList is a list of Services.
+// +kubebuilder:object:root=true
+type ServiceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Service `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Service{}, &ServiceList{})
+}

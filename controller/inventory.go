@@ -1,0 +1,172 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/render"
+)
+
+// mergeInventory returns the inventory after an apply, in deployment order: the desired
+// objects that were applied or existed before, then the earlier entries no longer
+// desired (pruned next).
+func mergeInventory(old []v1alpha1.InventoryEntry, result *render.Result, applied map[string]bool) []v1alpha1.InventoryEntry {
+	had := map[string]bool{}
+	for _, entry := range old {
+		had[entry.ID] = true
+	}
+	desired := map[string]bool{}
+	var inventory []v1alpha1.InventoryEntry
+	for _, node := range result.Nodes {
+		for _, obj := range node.Objects {
+			id := render.ObjectID(obj)
+			desired[id] = true
+			if applied[node.Name] || had[id] {
+				inventory = append(inventory, v1alpha1.InventoryEntry{ID: id, Version: obj.GroupVersionKind().Version})
+			}
+		}
+	}
+	for _, entry := range old {
+		if !desired[entry.ID] {
+			inventory = append(inventory, entry)
+		}
+	}
+	return inventory
+}
+
+// entryObject returns an object reference for an inventory entry.
+func entryObject(entry v1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
+	parts := strings.Split(entry.ID, "_")
+	if len(parts) != 4 {
+		return nil, fmt.Errorf("malformed inventory entry %q", entry.ID)
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: parts[2], Version: entry.Version, Kind: parts[3]})
+	obj.SetNamespace(parts[0])
+	obj.SetName(parts[1])
+	return obj, nil
+}
+
+// ownedBy tells whether an object carries the labels of a Service.
+func ownedBy(obj client.Object, svc *v1alpha1.Service) bool {
+	labels := obj.GetLabels()
+	return labels[render.LabelService] == svc.Name && labels[render.LabelServiceNamespace] == svc.Namespace
+}
+
+// reconcilePrune deletes the objects of the inventory that the package no longer renders.
+// Only objects that still carry this Service's labels are deleted; others are forgotten.
+func (r *ServiceReconciler) reconcilePrune(ctx context.Context, s *Scope) error {
+	svc := s.Service
+	desired := map[string]bool{}
+	for _, obj := range s.Result.Objects {
+		desired[render.ObjectID(obj)] = true
+	}
+	writer, err := r.writerFor(svc)
+	if err != nil {
+		return newPhaseError(v1alpha1.ConditionApplied, v1alpha1.ReasonPruneFailed, retry, err)
+	}
+	var kept []v1alpha1.InventoryEntry
+	var pruned []string
+	var failure error
+	for i := len(svc.Status.Inventory) - 1; i >= 0; i-- {
+		entry := svc.Status.Inventory[i]
+		if desired[entry.ID] {
+			kept = append(kept, entry)
+			continue
+		}
+		obj, err := entryObject(entry)
+		if err != nil {
+			continue
+		}
+		live, err := r.getLiveUncached(ctx, obj)
+		if err != nil {
+			failure = err
+			kept = append(kept, entry)
+			continue
+		}
+		if live == nil {
+			continue
+		}
+		if !ownedBy(live, svc) {
+			r.warn(svc, "PruneSkipped", "%s %s no longer carries this Service's labels: left alone", obj.GetKind(), obj.GetName())
+			continue
+		}
+		if err := writer.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+			failure = err
+			kept = append(kept, entry)
+			continue
+		}
+		pruned = append(pruned, obj.GetKind()+"/"+obj.GetName()+" deleted")
+		r.fingerprints.forget(string(svc.UID) + "/" + entry.ID)
+	}
+	for i, j := 0, len(kept)-1; i < j; i, j = i+1, j-1 {
+		kept[i], kept[j] = kept[j], kept[i]
+	}
+	svc.Status.Inventory = kept
+	if len(pruned) > 0 {
+		r.Metrics.countPruned(len(pruned))
+		if r.Recorder != nil {
+			r.Recorder.Eventf(svc, nil, "Normal", "Pruned", "Prune", "%s", truncate(strings.Join(pruned, "\n"), 1024))
+		}
+	}
+	if failure != nil {
+		return classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonPruneFailed, failure)
+	}
+	return nil
+}
+
+// checkOwnership refuses to take over objects that exist without this Service's labels:
+// another tool's or another Service's objects are never adopted or overwritten.
+func (r *ServiceReconciler) checkOwnership(ctx context.Context, svc *v1alpha1.Service, objects []*unstructured.Unstructured) error {
+	known := map[string]bool{}
+	for _, entry := range svc.Status.Inventory {
+		known[entry.ID] = true
+	}
+	for _, obj := range objects {
+		if known[render.ObjectID(obj)] {
+			continue
+		}
+		live, err := r.getLiveUncached(ctx, obj)
+		if err != nil {
+			return classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, err)
+		}
+		if live != nil && !ownedBy(live, svc) {
+			owner := "no Calaf Service"
+			if name := live.GetLabels()[render.LabelService]; name != "" {
+				owner = "Service " + live.GetLabels()[render.LabelServiceNamespace] + "/" + name
+			}
+			return stalled(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed,
+				"%s %q already exists and belongs to %s: refusing to take it over", obj.GetKind(), obj.GetName(), owner)
+		}
+	}
+	return nil
+}
+
+// getLiveUncached reads an object from the API server; nil when it does not exist.
+func (r *ServiceReconciler) getLiveUncached(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live)
+	if apierrors.IsNotFound(err) || isNoMatch(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return live, nil
+}
+
+func (r *ServiceReconciler) warn(svc *v1alpha1.Service, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(svc, nil, "Warning", reason, "Reconcile", format, args...)
+	}
+}

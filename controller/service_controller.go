@@ -1,0 +1,223 @@
+// Package controller holds the reconcilers of the Calaf operator: a Service becomes
+// applied, healthy, pruned and self-healing Kubernetes objects with honest status.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/render"
+	sourcepkg "calaf.io/calaf/source"
+	"calaf.io/calaf/tosca"
+)
+
+// ServiceReconciler reconciles Services: fetch → compile → render → apply in dependency
+// order → prune → health → attributes and outputs → status.
+type ServiceReconciler struct {
+	client.Client
+	// APIReader reads what the cache does not hold (uploaded packages, inputs, state).
+	APIReader client.Reader
+	Config    *rest.Config
+	Recorder  events.EventRecorder
+	Fetcher   *sourcepkg.Fetcher
+	Compiler  *tosca.Compiler
+	Renderer  *render.Renderer
+	// Orchestrator runs the lifecycle operations of nodes; nil disables them.
+	Orchestrator Orchestrator
+	Metrics      *Metrics
+	// ScriptTimeout bounds the scriptlets of one render.
+	ScriptTimeout time.Duration
+	// ProgressInterval is how often a Service whose objects are not healthy yet is checked
+	// besides the events of its objects.
+	ProgressInterval time.Duration
+
+	poller       *polling.StatusPoller
+	fingerprints fingerprints
+	addWatch     func(schema.GroupVersionKind) error
+	states       stateKeys
+	watched      sync.Map // schema.GroupVersionKind → true
+	impersonated sync.Map // "namespace/sa" → client.Client
+}
+
+// Orchestrator runs the lifecycle operations of a Service's nodes (see package artifacts).
+type Orchestrator interface {
+	// Run runs the operations a node is due, and reports whether the node is configured.
+	Run(ctx context.Context, s *Scope, node *render.Node, status *v1alpha1.NodeStatus) (configured bool, err error)
+}
+
+// watchedKinds are watched from the start; other kinds are watched once a Service
+// applies one.
+var watchedKinds = []schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
+	{Group: "apps", Version: "v1", Kind: "DaemonSet"},
+	{Group: "batch", Version: "v1", Kind: "Job"},
+	{Version: "v1", Kind: "Service"},
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "Secret"},
+	{Version: "v1", Kind: "PersistentVolumeClaim"},
+	{Version: "v1", Kind: "ServiceAccount"},
+}
+
+// SetupWithManager registers the reconciler and its watches: Services, and every object
+// carrying a Service's labels (a change to one reconciles its Service).
+func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	r.poller = polling.NewStatusPoller(mgr.GetClient(), mgr.GetRESTMapper(), polling.Options{})
+	if r.ProgressInterval <= 0 {
+		r.ProgressInterval = 5 * time.Second
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Service{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	for _, gvk := range watchedKinds {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(serviceOf), builder.WithPredicates(ownedChanges{}))
+		r.watched.Store(gvk, true)
+	}
+	c, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+	r.addWatch = func(gvk schema.GroupVersionKind) error {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		return c.Watch(source.Kind(mgr.GetCache(), client.Object(obj), handler.EnqueueRequestsFromMapFunc(serviceOf), ownedChanges{}))
+	}
+	return nil
+}
+
+// ownedChanges lets through every change of an owned object that bumps its resource
+// version: deletion, edits, and status progress.
+type ownedChanges = predicate.ResourceVersionChangedPredicate
+
+// ensureWatched watches a kind the operator did not watch yet, so that drift of such
+// objects is repaired as quickly as that of the common kinds.
+func (r *ServiceReconciler) ensureWatched(gvk schema.GroupVersionKind) {
+	if r.addWatch == nil {
+		return
+	}
+	if _, loaded := r.watched.LoadOrStore(gvk, true); loaded {
+		return
+	}
+	if err := r.addWatch(gvk); err != nil {
+		r.watched.Delete(gvk)
+	}
+}
+
+// serviceOf maps an object to the Service its labels name.
+func serviceOf(_ context.Context, obj client.Object) []reconcile.Request {
+	labels := obj.GetLabels()
+	name, namespace := labels[render.LabelService], labels[render.LabelServiceNamespace]
+	if name == "" || namespace == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: namespace, Name: name}}}
+}
+
+// Reconcile brings one Service closer to its desired state and records where it stands.
+func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	start := time.Now()
+	log := ctrl.LoggerFrom(ctx)
+	svc := &v1alpha1.Service{}
+	if err := r.Get(ctx, req.NamespacedName, svc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := svc.DeepCopy()
+	defer func() {
+		if err := r.patchStatus(ctx, before, svc); err != nil && retErr == nil {
+			retErr = err
+		}
+		r.Metrics.observeReconcile(time.Since(start), retErr)
+	}()
+
+	if !svc.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, svc)
+	}
+	if !controllerutil.ContainsFinalizer(svc, v1alpha1.ServiceFinalizer) {
+		patch := client.MergeFrom(svc.DeepCopy())
+		controllerutil.AddFinalizer(svc, v1alpha1.ServiceFinalizer)
+		if err := r.Patch(ctx, svc, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+		before.ObjectMeta = *svc.ObjectMeta.DeepCopy()
+	}
+	if svc.Spec.Suspend {
+		log.V(1).Info("suspended, not reconciling")
+		setCondition(svc, v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+	return r.reconcile(ctx, svc)
+}
+
+// patchStatus writes the status when it changed (never on a no-op) and records an event
+// for every transition of Ready.
+func (r *ServiceReconciler) patchStatus(ctx context.Context, before, svc *v1alpha1.Service) error {
+	if svc.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(svc, v1alpha1.ServiceFinalizer) {
+		return nil
+	}
+	if apiequality.Semantic.DeepEqual(before.Status, svc.Status) {
+		return nil
+	}
+	r.recordTransition(before, svc)
+	err := r.Status().Patch(ctx, svc, client.MergeFrom(before))
+	return client.IgnoreNotFound(err)
+}
+
+// recordTransition emits an event when Ready changes status, reason or message.
+func (r *ServiceReconciler) recordTransition(before, svc *v1alpha1.Service) {
+	if r.Recorder == nil {
+		return
+	}
+	old := apimeta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionReady)
+	now := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady)
+	if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason && old.Message == now.Message) {
+		return
+	}
+	eventType := "Normal"
+	if now.Status == metav1.ConditionFalse && now.Reason != v1alpha1.ReasonProgressing && now.Reason != v1alpha1.ReasonDependencyNotReady {
+		eventType = "Warning"
+	}
+	r.Recorder.Eventf(svc, nil, eventType, now.Reason, "Reconcile", "%s", truncate(now.Message, 1024))
+}
+
+// requeueAfter returns the interval, with up to 10% jitter so Services spread out.
+func requeueAfter(d time.Duration) time.Duration {
+	if d <= 0 {
+		d = 10 * time.Minute
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func keyOf(svc *v1alpha1.Service) string {
+	return fmt.Sprintf("%s/%s", svc.Namespace, svc.Name)
+}

@@ -1,0 +1,162 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"go.uber.org/zap/zapcore"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/source"
+	"calaf.io/calaf/tosca"
+)
+
+// env is the test environment: a real kube-apiserver and etcd, and the operator running
+// in this process against them.
+var env struct {
+	client  client.Client
+	writes  atomic.Int64 // mutating requests sent by the operator
+	compile atomic.Int64 // compiles run by the operator
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test-unit` (it builds kube-apiserver and etcd and sets it)")
+		return 1
+	}
+	testEnv := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "deploy", "crd")}, ErrorIfCRDPathMissing: true}
+	config, err := testEnv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		return 1
+	}
+	defer testEnv.Stop()
+
+	operatorConfig := rest.CopyConfig(config)
+	operatorConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			switch req.Method {
+			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+				env.writes.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	opts := operator.DefaultOptions()
+	opts.MetricsAddress, opts.HealthAddress = "0", "0"
+	opts.PackageCacheDir = filepath.Join(os.TempDir(), fmt.Sprintf("calaf-test-packages-%d", os.Getpid()))
+	opts.ProgressInterval = time.Second
+	mgr, reconciler, err := operator.NewManager(operatorConfig, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating the operator:", err)
+		return 1
+	}
+	countCompiles := reconciler.Compiler.OnCompile
+	reconciler.Compiler.OnCompile = func(d time.Duration, err error) {
+		env.compile.Add(1)
+		countCompiles(d, err)
+	}
+	ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
+	defer cancel()
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "operator stopped:", err)
+		}
+	}()
+	env.client, err = client.New(config, client.Options{Scheme: operator.NewScheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	g := NewWithT(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "calaf-test-"}}
+	g.Expect(env.client.Create(context.Background(), ns)).To(Succeed())
+	return ns.Name
+}
+
+// upload packs files into a package, stores it in a ConfigMap as `calaf deploy` does,
+// and returns the Source naming it.
+func upload(t *testing.T, namespace, name string, files map[string]string) v1alpha1.Source {
+	t.Helper()
+	g := NewWithT(t)
+	dir := t.TempDir()
+	for path, content := range files {
+		full := filepath.Join(dir, path)
+		g.Expect(os.MkdirAll(filepath.Dir(full), 0o755)).To(Succeed())
+		g.Expect(os.WriteFile(full, []byte(content), 0o644)).To(Succeed())
+	}
+	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
+	g.Expect(err).NotTo(HaveOccurred())
+	archive, err := source.Pack(pkg)
+	g.Expect(err).NotTo(HaveOccurred())
+	sum := source.SHA256(archive)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-" + sum[:8]}, BinaryData: map[string][]byte{source.UploadKey: archive}}
+	g.Expect(env.client.Create(context.Background(), cm)).To(Succeed())
+	return v1alpha1.Source{Upload: &v1alpha1.UploadSource{ConfigMapName: cm.Name, SHA256: sum}}
+}
+
+// getService reads a Service.
+func getService(g Gomega, key client.ObjectKey) *v1alpha1.Service {
+	svc := &v1alpha1.Service{}
+	g.Expect(env.client.Get(context.Background(), key, svc)).To(Succeed())
+	return svc
+}
+
+// isReady tells whether a Service is Ready for its current generation.
+func isReady(svc *v1alpha1.Service) bool {
+	ready := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady)
+	return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == svc.Generation &&
+		svc.Status.ObservedGeneration == svc.Generation
+}
+
+// waitReady waits until a Service is Ready for its current generation.
+func waitReady(t *testing.T, key client.ObjectKey) *v1alpha1.Service {
+	t.Helper()
+	var svc *v1alpha1.Service
+	NewWithT(t).Eventually(func(g Gomega) {
+		svc = getService(g, key)
+		g.Expect(isReady(svc)).To(BeTrue(), "conditions: %+v", svc.Status.Conditions)
+	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
+	return svc
+}
+
+func condition(svc *v1alpha1.Service, conditionType string) *metav1.Condition {
+	return apimeta.FindStatusCondition(svc.Status.Conditions, conditionType)
+}
+
+func zapLevel() zapcore.Level {
+	if os.Getenv("CALAF_TEST_VERBOSE") != "" {
+		return -2
+	}
+	return 2
+}

@@ -1,0 +1,216 @@
+// Package operator wires the Calaf operator: the manager, its cache, the reconcilers and
+// the pipeline stages they use.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/controller"
+	"calaf.io/calaf/render"
+	"calaf.io/calaf/source"
+	"calaf.io/calaf/tosca"
+)
+
+// Options configure the operator.
+type Options struct {
+	// Namespace, when set, limits the operator to one namespace (namespaced mode).
+	Namespace               string
+	MetricsAddress          string
+	HealthAddress           string
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	Concurrency             int
+	PackageCacheDir         string
+	PackageCacheBytes       int64
+	CompileCacheSize        int
+	RenderCacheSize         int
+	ScriptTimeout           time.Duration
+	ProgressInterval        time.Duration
+	// Orchestrator runs lifecycle operations; nil disables them.
+	Orchestrator func(mgr ctrl.Manager, metrics *controller.Metrics) (controller.Orchestrator, error)
+	// Extra registers more controllers (e.g. Day-2 operations) on the manager.
+	Extra func(mgr ctrl.Manager, deps Dependencies) error
+	// Configure lets callers adjust the Fetcher (git and OCI support).
+	Configure func(fetcher *source.Fetcher) error
+}
+
+// Dependencies are the shared stages handed to extra controllers.
+type Dependencies struct {
+	Fetcher  *source.Fetcher
+	Compiler *tosca.Compiler
+	Renderer *render.Renderer
+	Metrics  *controller.Metrics
+	Service  *controller.ServiceReconciler
+}
+
+// DefaultOptions are the defaults of `calaf operator`.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddress:    ":8080",
+		HealthAddress:     ":8081",
+		Concurrency:       4,
+		PackageCacheDir:   filepath.Join(os.TempDir(), "calaf-packages"),
+		PackageCacheBytes: 1 << 30,
+		CompileCacheSize:  256,
+		RenderCacheSize:   2048,
+		ScriptTimeout:     tosca.DefaultScriptTimeout,
+		ProgressInterval:  5 * time.Second,
+	}
+}
+
+// NewScheme returns the scheme of the operator: Kubernetes' built-in types and Calaf's.
+func NewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	return scheme
+}
+
+// NewManager builds the manager and registers the reconcilers; Start runs it.
+func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manager, *controller.ServiceReconciler, error) {
+	ctrl.SetLogger(log)
+	managed, err := labels.NewRequirement(render.LabelService, selection.Exists, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	cacheOptions := cache.Options{
+		// Only objects of Calaf Services (and Calaf's own resources) are cached.
+		DefaultLabelSelector: labels.NewSelector().Add(*managed),
+		ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.Service{}:   {Label: labels.Everything()},
+			&v1alpha1.Operation{}: {Label: labels.Everything()},
+		},
+		DefaultTransform: trimForCache,
+	}
+	if opts.Namespace != "" {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	}
+	mgr, err := ctrl.NewManager(config, ctrl.Options{
+		Scheme:                        NewScheme(),
+		Cache:                         cacheOptions,
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Event{}}}},
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddress},
+		HealthProbeBindAddress:        opts.HealthAddress,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              "calaf-operator.calaf.io",
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+
+	m := controller.NewMetrics(metrics.Registry)
+	limits := tosca.DefaultLimits()
+	store, err := source.NewStore(opts.PackageCacheDir, opts.PackageCacheBytes, limits)
+	if err != nil {
+		return nil, nil, fmt.Errorf("package cache: %w", err)
+	}
+	fetcher := &source.Fetcher{Store: store, Reader: mgr.GetAPIReader(), MaxArchiveBytes: limits.MaxTotalBytes}
+	if opts.Configure != nil {
+		if err := opts.Configure(fetcher); err != nil {
+			return nil, nil, err
+		}
+	}
+	compiler := tosca.NewCompiler(opts.CompileCacheSize)
+	compiler.Log = log.WithName("tosca")
+	compiler.OnCompile = m.ObserveCompile
+	renderer := render.NewRenderer(opts.RenderCacheSize)
+	renderer.Log = log.WithName("render")
+	renderer.OnRender = m.ObserveRender
+
+	reconciler := &controller.ServiceReconciler{
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Config:           mgr.GetConfig(),
+		Recorder:         mgr.GetEventRecorder("calaf-operator"),
+		Fetcher:          fetcher,
+		Compiler:         compiler,
+		Renderer:         renderer,
+		Metrics:          m,
+		ScriptTimeout:    opts.ScriptTimeout,
+		ProgressInterval: opts.ProgressInterval,
+	}
+	if opts.Orchestrator != nil {
+		if reconciler.Orchestrator, err = opts.Orchestrator(mgr, m); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := reconciler.SetupWithManager(mgr, opts.Concurrency); err != nil {
+		return nil, nil, err
+	}
+	if opts.Extra != nil {
+		deps := Dependencies{Fetcher: fetcher, Compiler: compiler, Renderer: renderer, Metrics: m, Service: reconciler}
+		if err := opts.Extra(mgr, deps); err != nil {
+			return nil, nil, err
+		}
+	}
+	return mgr, reconciler, nil
+}
+
+// Run builds the manager and runs it until ctx ends.
+func Run(ctx context.Context, config *rest.Config, opts Options, log logr.Logger) error {
+	mgr, _, err := NewManager(config, opts, log)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// trimForCache keeps cached objects small: managed fields other than Calaf's own entry
+// (which drift detection reads) and the last-applied annotation are dropped.
+func trimForCache(obj any) (any, error) {
+	accessor, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
+	}
+	if fields := accessor.GetManagedFields(); len(fields) > 0 {
+		kept := fields[:0]
+		for _, entry := range fields {
+			if entry.Manager == "calaf" && entry.Subresource == "" {
+				kept = append(kept, entry)
+			}
+		}
+		accessor.SetManagedFields(kept)
+	}
+	if annotations := accessor.GetAnnotations(); annotations != nil {
+		if _, ok := annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+			delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
+			accessor.SetAnnotations(annotations)
+		}
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	return obj, nil
+}

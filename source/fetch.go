@@ -1,0 +1,276 @@
+package source
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/tosca"
+)
+
+// UploadKey is the ConfigMap binaryData key of an uploaded package archive.
+const UploadKey = "package.tar.gz"
+
+// Artifact is a fetched package and the revision it was fetched at.
+type Artifact struct {
+	Package *tosca.Package
+	// Revision identifies what was fetched: "sha256:<archive>" for archives,
+	// "<ref>@sha1:<commit>" for git, "<tag>@sha256:<manifest>" for OCI.
+	Revision string
+}
+
+// Error is a failed fetch. Transient errors (network, server, missing object) are retried
+// with backoff; the others need a change of the Service or of the package.
+type Error struct {
+	Reason    string
+	Transient bool
+	Err       error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+func transient(reason string, format string, args ...any) error {
+	return &Error{Reason: reason, Transient: true, Err: fmt.Errorf(format, args...)}
+}
+
+func permanent(reason string, format string, args ...any) error {
+	return &Error{Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+// Fetcher fetches the packages of Services into a Store. Concurrent fetches of the same
+// source revision share one download.
+type Fetcher struct {
+	Store *Store
+	// Reader reads Secrets and ConfigMaps (uncached: the operator caches only its own objects).
+	Reader client.Reader
+	// MaxArchiveBytes bounds a download.
+	MaxArchiveBytes int64
+	// Timeout bounds one download.
+	Timeout time.Duration
+	// Git and OCI fetch those kinds of source; nil means unsupported.
+	Git GitFetcher
+	OCI OCIFetcher
+
+	flight singleflight.Group
+	lock   sync.Mutex
+	etags  map[string]etagEntry
+}
+
+// GitFetcher fetches packages from git repositories.
+type GitFetcher interface {
+	Fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, error)
+}
+
+// OCIFetcher fetches packages from OCI registries.
+type OCIFetcher interface {
+	Fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, error)
+}
+
+type etagEntry struct {
+	etag string
+	key  string
+}
+
+// Fetch returns the package a Service names.
+func (f *Fetcher) Fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, error) {
+	src := svc.Spec.Source
+	switch {
+	case src.Upload != nil:
+		return f.fetchUpload(ctx, svc)
+	case src.URL != "":
+		return f.fetchURL(ctx, svc)
+	case src.Git != nil:
+		if f.Git == nil {
+			return nil, permanent(v1alpha1.ReasonInvalidSource, "git sources are not enabled in this operator")
+		}
+		return f.Git.Fetch(ctx, svc)
+	case src.OCI != nil:
+		if f.OCI == nil {
+			return nil, permanent(v1alpha1.ReasonInvalidSource, "OCI sources are not enabled in this operator")
+		}
+		return f.OCI.Fetch(ctx, svc)
+	}
+	return nil, permanent(v1alpha1.ReasonInvalidSource, "the source names no package")
+}
+
+func (f *Fetcher) fetchUpload(ctx context.Context, svc *v1alpha1.Service) (*Artifact, error) {
+	upload := svc.Spec.Source.Upload
+	revision := "sha256:" + upload.SHA256
+	if pkg, ok := f.Store.Get(upload.SHA256); ok {
+		return &Artifact{Package: pkg, Revision: revision}, nil
+	}
+	value, err, _ := f.flight.Do("upload/"+upload.SHA256, func() (any, error) {
+		var cm corev1.ConfigMap
+		key := types.NamespacedName{Namespace: svc.Namespace, Name: upload.ConfigMapName}
+		if err := f.Reader.Get(ctx, key, &cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, transient(v1alpha1.ReasonFetchFailed, "uploaded package ConfigMap %q not found", upload.ConfigMapName)
+			}
+			return nil, transient(v1alpha1.ReasonFetchFailed, "reading uploaded package ConfigMap %q: %v", upload.ConfigMapName, err)
+		}
+		archive, ok := cm.BinaryData[UploadKey]
+		if !ok {
+			return nil, permanent(v1alpha1.ReasonInvalidSource, "ConfigMap %q has no binaryData %q", upload.ConfigMapName, UploadKey)
+		}
+		if sum := SHA256(archive); sum != upload.SHA256 {
+			return nil, permanent(v1alpha1.ReasonIntegrityFailed, "uploaded package has sha256 %s, the Service expects %s", sum, upload.SHA256)
+		}
+		return f.store(upload.SHA256, archive, upload.ConfigMapName)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Artifact{Package: value.(*tosca.Package), Revision: revision}, nil
+}
+
+func (f *Fetcher) fetchURL(ctx context.Context, svc *v1alpha1.Service) (*Artifact, error) {
+	src := svc.Spec.Source
+	if src.SHA256 != "" {
+		if pkg, ok := f.Store.Get(src.SHA256); ok {
+			return &Artifact{Package: pkg, Revision: "sha256:" + src.SHA256}, nil
+		}
+	}
+	httpClient, header, err := f.httpClient(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	flightKey := svc.Namespace + "/" + src.URL + "#" + src.SHA256
+	value, err, _ := f.flight.Do(flightKey, func() (any, error) {
+		return f.download(ctx, httpClient, header, src.URL, src.SHA256)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return value.(*Artifact), nil
+}
+
+func (f *Fetcher) download(ctx context.Context, httpClient *http.Client, header http.Header, url, expected string) (*Artifact, error) {
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, permanent(v1alpha1.ReasonInvalidSource, "invalid URL: %v", err)
+	}
+	req.Header = header.Clone()
+	f.lock.Lock()
+	cached, haveETag := f.etags[url]
+	f.lock.Unlock()
+	if haveETag && expected == "" {
+		req.Header.Set("If-None-Match", cached.etag)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, transient(v1alpha1.ReasonFetchFailed, "downloading %s: %v", url, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotModified && haveETag {
+		if pkg, ok := f.Store.Get(cached.key); ok {
+			return &Artifact{Package: pkg, Revision: "sha256:" + cached.key}, nil
+		}
+		return nil, transient(v1alpha1.ReasonFetchFailed, "downloading %s: the server answered 304 for a package no longer cached", url)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, transient(v1alpha1.ReasonFetchFailed, "downloading %s: HTTP %s", url, resp.Status)
+	}
+	archive, err := io.ReadAll(io.LimitReader(resp.Body, f.maxArchive()+1))
+	if err != nil {
+		return nil, transient(v1alpha1.ReasonFetchFailed, "downloading %s: %v", url, err)
+	}
+	if int64(len(archive)) > f.maxArchive() {
+		return nil, permanent(v1alpha1.ReasonInvalidPackage, "package at %s is larger than %d bytes", url, f.maxArchive())
+	}
+	sum := SHA256(archive)
+	if expected != "" && sum != expected {
+		return nil, permanent(v1alpha1.ReasonIntegrityFailed, "package at %s has sha256 %s, the Service expects %s", url, sum, expected)
+	}
+	pkg, err := f.store(sum, archive, url)
+	if err != nil {
+		return nil, err
+	}
+	if etag := resp.Header.Get("ETag"); etag != "" {
+		f.lock.Lock()
+		if f.etags == nil {
+			f.etags = map[string]etagEntry{}
+		}
+		f.etags[url] = etagEntry{etag: etag, key: sum}
+		f.lock.Unlock()
+	}
+	return &Artifact{Package: pkg, Revision: "sha256:" + sum}, nil
+}
+
+// store extracts an archive into the store; invalid archives are permanent errors.
+func (f *Fetcher) store(key string, archive []byte, name string) (*tosca.Package, error) {
+	pkg, err := f.Store.PutArchive(key, archive, name)
+	if err != nil {
+		if tosca.IsInvalid(err) {
+			return nil, &Error{Reason: v1alpha1.ReasonInvalidPackage, Err: err}
+		}
+		return nil, transient(v1alpha1.ReasonFetchFailed, "storing package: %v", err)
+	}
+	return pkg, nil
+}
+
+func (f *Fetcher) maxArchive() int64 {
+	if f.MaxArchiveBytes > 0 {
+		return f.MaxArchiveBytes
+	}
+	return 64 << 20
+}
+
+// httpClient builds the client and headers for a URL source from its Secret.
+func (f *Fetcher) httpClient(ctx context.Context, svc *v1alpha1.Service) (*http.Client, http.Header, error) {
+	header := http.Header{}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	ref := svc.Spec.Source.SecretRef
+	if ref != nil {
+		var secret corev1.Secret
+		if err := f.Reader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: ref.Name}, &secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil, transient(v1alpha1.ReasonFetchFailed, "source Secret %q not found", ref.Name)
+			}
+			return nil, nil, transient(v1alpha1.ReasonFetchFailed, "reading source Secret %q: %v", ref.Name, err)
+		}
+		if token := secret.Data["token"]; len(token) > 0 {
+			header.Set("Authorization", "Bearer "+string(token))
+		} else if user := secret.Data["username"]; len(user) > 0 {
+			req := &http.Request{Header: header}
+			req.SetBasicAuth(string(user), string(secret.Data["password"]))
+		}
+		if ca := secret.Data["ca.crt"]; len(ca) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(ca) {
+				return nil, nil, permanent(v1alpha1.ReasonInvalidSource, "source Secret %q: ca.crt holds no PEM certificate", ref.Name)
+			}
+			transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+	}
+	return &http.Client{Transport: transport}, header, nil
+}
+
+func unwrapURLError(err error) error {
+	var urlErr interface{ Unwrap() error }
+	if errors.As(err, &urlErr) {
+		if inner := urlErr.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}

@@ -1,0 +1,122 @@
+package source
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"calaf.io/calaf/tosca"
+)
+
+// Store keeps extracted packages by the SHA-256 of their archive, evicting the least
+// recently used beyond a total size. A package handed out stays on disk until evicted;
+// callers must not keep it across reconciles.
+type Store struct {
+	dir      string
+	maxBytes int64
+	limits   tosca.Limits
+
+	lock    sync.Mutex
+	size    int64
+	order   *list.List
+	entries map[string]*list.Element
+}
+
+type storeEntry struct {
+	key  string
+	pkg  *tosca.Package
+	size int64
+}
+
+// NewStore returns a store under dir (emptied first) holding at most maxBytes of files.
+func NewStore(dir string, maxBytes int64, limits tosca.Limits) (*Store, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir, maxBytes: maxBytes, limits: limits, order: list.New(), entries: map[string]*list.Element{}}, nil
+}
+
+// Get returns the package stored under key (an archive SHA-256 or a source revision).
+func (s *Store) Get(key string) (*tosca.Package, bool) {
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	element, ok := s.entries[key]
+	if !ok {
+		return nil, false
+	}
+	s.order.MoveToFront(element)
+	return element.Value.(*storeEntry).pkg, true
+}
+
+// PutArchive extracts an archive and stores it under key (its SHA-256 when key is empty).
+func (s *Store) PutArchive(key string, archive []byte, name string) (*tosca.Package, error) {
+	if key == "" {
+		key = SHA256(archive)
+	}
+	if pkg, ok := s.Get(key); ok {
+		return pkg, nil
+	}
+	pkg, err := tosca.OpenArchive(archive, name, s.limits)
+	if err != nil {
+		return nil, err
+	}
+	return s.adopt(key, pkg)
+}
+
+// PutDirectory stores a package read from a directory (e.g. a git checkout), moving the
+// directory into the store.
+func (s *Store) PutDirectory(key, dir string) (*tosca.Package, error) {
+	if pkg, ok := s.Get(key); ok {
+		os.RemoveAll(dir)
+		return pkg, nil
+	}
+	target := filepath.Join(s.dir, fmt.Sprintf("d-%x", sha256.Sum256([]byte(key))))
+	os.RemoveAll(target)
+	if err := os.Rename(dir, target); err != nil {
+		return nil, err
+	}
+	pkg, err := tosca.Open(target, s.limits)
+	if err != nil {
+		os.RemoveAll(target)
+		return nil, err
+	}
+	pkg.OwnDirectory()
+	return s.adopt(key, pkg)
+}
+
+func (s *Store) adopt(key string, pkg *tosca.Package) (*tosca.Package, error) {
+	var size int64
+	for _, f := range pkg.Files {
+		size += f.Size
+	}
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	if element, ok := s.entries[key]; ok { // stored meanwhile by another reconcile
+		pkg.Close()
+		return element.Value.(*storeEntry).pkg, nil
+	}
+	s.entries[key] = s.order.PushFront(&storeEntry{key: key, pkg: pkg, size: size})
+	s.size += size
+	for s.size > s.maxBytes && s.order.Len() > 1 {
+		oldest := s.order.Back()
+		entry := oldest.Value.(*storeEntry)
+		s.order.Remove(oldest)
+		delete(s.entries, entry.key)
+		s.size -= entry.size
+		entry.pkg.Close()
+	}
+	return pkg, nil
+}
+
+// SHA256 returns the hex SHA-256 of data.
+func SHA256(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
