@@ -85,7 +85,7 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 	var deleting []string
 	for _, obj := range batch {
 		if obj.GetDeletionTimestamp() == nil {
-			if err := writer.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil && !apierrors.IsNotFound(err) {
+			if err := writer.Delete(ctx, obj, client.PropagationPolicy(propagationFor(obj))); err != nil && !apierrors.IsNotFound(err) {
 				return false, fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), err)
 			}
 		}
@@ -94,6 +94,16 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 	setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
 		fmt.Sprintf("deleting node %s: %v", node, deleting))
 	return false, nil
+}
+
+// propagationFor deletes workloads in the foreground, so that a node counts as gone only
+// once its pods are; other objects go at once.
+func propagationFor(obj *unstructured.Unstructured) metav1.DeletionPropagation {
+	switch obj.GroupVersionKind().GroupKind().String() {
+	case "Deployment.apps", "StatefulSet.apps", "DaemonSet.apps", "ReplicaSet.apps", "Job.batch":
+		return metav1.DeletePropagationForeground
+	}
+	return metav1.DeletePropagationBackground
 }
 
 // orphan removes Calaf's labels from the inventory objects so nothing manages them anymore.

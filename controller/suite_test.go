@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -20,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/operator"
@@ -30,9 +34,44 @@ import (
 // env is the test environment: a real kube-apiserver and etcd, and the operator running
 // in this process against them.
 var env struct {
-	client  client.Client
-	writes  atomic.Int64 // mutating requests sent by the operator
+	client  client.WithWatch
+	writes  sync.Map     // namespace → *atomic.Int64: mutating requests the operator sent there
 	compile atomic.Int64 // compiles run by the operator
+}
+
+// writesIn returns how many mutating requests the operator sent for objects of a namespace.
+func writesIn(namespace string) int64 {
+	counter, _ := env.writes.LoadOrStore(namespace, &atomic.Int64{})
+	return counter.(*atomic.Int64).Load()
+}
+
+// namespaceOf extracts the namespace of an API request path.
+func namespaceOf(path string) string {
+	_, rest, found := strings.Cut(path, "/namespaces/")
+	if !found {
+		return ""
+	}
+	ns, _, _ := strings.Cut(rest, "/")
+	return ns
+}
+
+// reconcileCount returns how many Service reconciles the operator ran so far.
+func reconcileCount() float64 {
+	families, _ := metrics.Registry.Gather()
+	total := 0.0
+	for _, family := range families {
+		if family.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, metric := range family.GetMetric() {
+			for _, label := range metric.GetLabel() {
+				if label.GetName() == "controller" && label.GetValue() == "service" {
+					total += metric.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }
 
 func TestMain(m *testing.M) {
@@ -57,7 +96,8 @@ func run(m *testing.M) int {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			switch req.Method {
 			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-				env.writes.Add(1)
+				counter, _ := env.writes.LoadOrStore(namespaceOf(req.URL.Path), &atomic.Int64{})
+				counter.(*atomic.Int64).Add(1)
 			}
 			return rt.RoundTrip(req)
 		})
@@ -83,7 +123,7 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "operator stopped:", err)
 		}
 	}()
-	env.client, err = client.New(config, client.Options{Scheme: operator.NewScheme()})
+	env.client, err = client.NewWithWatch(config, client.Options{Scheme: operator.NewScheme()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -121,7 +161,9 @@ func upload(t *testing.T, namespace, name string, files map[string]string) v1alp
 	g.Expect(err).NotTo(HaveOccurred())
 	sum := source.SHA256(archive)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-" + sum[:8]}, BinaryData: map[string][]byte{source.UploadKey: archive}}
-	g.Expect(env.client.Create(context.Background(), cm)).To(Succeed())
+	if err := env.client.Create(context.Background(), cm); !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
 	return v1alpha1.Source{Upload: &v1alpha1.UploadSource{ConfigMapName: cm.Name, SHA256: sum}}
 }
 
