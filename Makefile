@@ -60,6 +60,10 @@ test: ground-build ## Unit, API-server (envtest) and node-mode end-to-end tests.
 test-unit: ## Unit and envtest integration tests (real kube-apiserver + etcd).
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench
+bench: ## Compile and render benchmarks per example against raw Puccini; writes docs/benchmarks.md.
+	go test -count=1 -timeout 30m -v -run '^TestReport$$' ./internal/benchmarks/ -args -report=$(CURDIR)/docs/benchmarks.md
+
 .PHONY: test-e2e
 test-e2e: ## Node-mode end-to-end tests on the one-node cluster (started and stopped here).
 	$(GROUND)/with-cluster.sh go test -tags e2e -count=1 -timeout 40m $(GO_TEST_FLAGS) ./test/e2e/...
