@@ -80,6 +80,12 @@ func NewRootCommand(streams Streams) *cobra.Command {
 		newCompileCommand(),
 		newRenderCommand(),
 		newGraphCommand(),
+		newDeployCommand(),
+		newStatusCommand(),
+		newListCommand(),
+		newDeleteCommand(),
+		newDiffCommand(),
+		newOperatorCommand(),
 	)
 	wrapArgs(root)
 	return root

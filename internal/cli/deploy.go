@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/render"
+	"calaf.io/calaf/source"
+	"calaf.io/calaf/tosca"
+)
+
+// maxUploadBytes is the largest package `calaf deploy` stores in a ConfigMap.
+const maxUploadBytes = 900 << 10
+
+type deployFlags struct {
+	kube           kubeFlags
+	inputs         inputFlags
+	sha256         string
+	gitURL         string
+	gitRef         string
+	gitPath        string
+	secret         string
+	interval       time.Duration
+	timeout        time.Duration
+	deletionPolicy string
+	serviceAccount string
+	skipValidation bool
+	wait           bool
+	waitTimeout    time.Duration
+}
+
+func newDeployCommand() *cobra.Command {
+	var flags deployFlags
+	cmd := &cobra.Command{
+		Use:   "deploy NAME [SOURCE]",
+		Short: "Create or update a Service from a package (local files are uploaded)",
+		Long: "Create or update the Calaf Service NAME. SOURCE is a local package (directory, CSAR or YAML\n" +
+			"file, validated here first, then uploaded to the cluster), an https:// URL of a CSAR, or an\n" +
+			"oci:// reference; --git deploys from a git repository instead.",
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && flags.gitURL == "" {
+				return usageError{fmt.Errorf("give a SOURCE or --git URL")}
+			}
+			if len(args) == 2 && flags.gitURL != "" {
+				return usageError{fmt.Errorf("give either a SOURCE or --git, not both")}
+			}
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			return runDeploy(ctx, cmd, flags, args)
+		},
+	}
+	flags.kube.register(cmd)
+	flags.inputs.register(cmd)
+	cmd.Flags().StringVar(&flags.sha256, "sha256", "", "expected SHA-256 of a package downloaded from a URL")
+	cmd.Flags().StringVar(&flags.gitURL, "git", "", "URL of a git repository holding the package")
+	cmd.Flags().StringVar(&flags.gitRef, "ref", "", "git branch, tag, or 40-hex commit (default: branch main)")
+	cmd.Flags().StringVar(&flags.gitPath, "path", "", "path of the package in the git repository")
+	cmd.Flags().StringVar(&flags.secret, "secret", "", "Secret with credentials for the source")
+	cmd.Flags().DurationVar(&flags.interval, "interval", 10*time.Minute, "reconcile interval")
+	cmd.Flags().DurationVar(&flags.timeout, "timeout", 5*time.Minute, "time for a new revision to become healthy")
+	cmd.Flags().StringVar(&flags.deletionPolicy, "deletion-policy", "Delete", "Delete or Orphan the objects when the Service is deleted")
+	cmd.Flags().StringVar(&flags.serviceAccount, "service-account", "", "service account the operator impersonates to apply")
+	cmd.Flags().BoolVar(&flags.skipValidation, "skip-validation", false, "do not validate a local package before uploading it")
+	cmd.Flags().BoolVar(&flags.wait, "wait", false, "wait until the Service is Ready (or fails), showing progress")
+	cmd.Flags().DurationVar(&flags.waitTimeout, "wait-timeout", 10*time.Minute, "how long --wait waits")
+	return cmd
+}
+
+func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args []string) error {
+	name := args[0]
+	inputs, err := flags.inputs.parse()
+	if err != nil {
+		return err
+	}
+	c, namespace, err := flags.kube.client()
+	if err != nil {
+		return err
+	}
+	svc := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	exists := true
+	if err := c.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		exists = false
+	}
+	var archive []byte
+	switch {
+	case flags.gitURL != "":
+		svc.Spec.Source = v1alpha1.Source{Git: &v1alpha1.GitSource{URL: flags.gitURL, Path: flags.gitPath, Ref: gitRef(flags.gitRef)}}
+		if flags.secret != "" {
+			svc.Spec.Source.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: flags.secret}
+		}
+	case strings.HasPrefix(args[1], "https://") || strings.HasPrefix(args[1], "http://"):
+		svc.Spec.Source = v1alpha1.Source{URL: args[1], SHA256: flags.sha256}
+		if flags.secret != "" {
+			svc.Spec.Source.SecretRef = &v1alpha1.LocalObjectReference{Name: flags.secret}
+		}
+	case strings.HasPrefix(args[1], "oci://"):
+		svc.Spec.Source = v1alpha1.Source{OCI: ociSource(args[1])}
+		if flags.secret != "" {
+			svc.Spec.Source.OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: flags.secret}
+		}
+	default:
+		if archive, err = packLocal(ctx, args[1], name, namespace, inputs, flags.skipValidation); err != nil {
+			return err
+		}
+		sum := source.SHA256(archive)
+		svc.Spec.Source = v1alpha1.Source{Upload: &v1alpha1.UploadSource{ConfigMapName: uploadName(name), SHA256: sum}}
+		if err := storeUpload(ctx, c, namespace, uploadName(name), archive); err != nil {
+			return err
+		}
+	}
+	svc.Spec.Inputs = map[string]apiextensionsv1.JSON{}
+	for key, value := range inputs {
+		svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: mustJSON(value)}
+	}
+	svc.Spec.Interval = metav1.Duration{Duration: flags.interval}
+	svc.Spec.Timeout = metav1.Duration{Duration: flags.timeout}
+	svc.Spec.DeletionPolicy = v1alpha1.DeletionPolicy(flags.deletionPolicy)
+	svc.Spec.ServiceAccountName = flags.serviceAccount
+	if exists {
+		err = c.Update(ctx, svc)
+	} else {
+		err = c.Create(ctx, svc)
+	}
+	if err != nil {
+		return err
+	}
+	if archive != nil {
+		if err := ownUpload(ctx, c, svc); err != nil {
+			return err
+		}
+	}
+	verb := "created"
+	if exists {
+		verb = "updated"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "service %s/%s %s (generation %d)\n", namespace, name, verb, svc.Generation)
+	if !flags.wait {
+		return nil
+	}
+	return waitForService(ctx, cmd.OutOrStdout(), c, client.ObjectKeyFromObject(svc), svc.Generation, flags.waitTimeout)
+}
+
+// packLocal validates a local package (unless told not to) and packs it for upload.
+func packLocal(ctx context.Context, path, service, namespace string, inputs map[string]any, skipValidation bool) ([]byte, error) {
+	pkg, err := tosca.Open(path, tosca.DefaultLimits())
+	if err != nil {
+		return nil, err
+	}
+	defer pkg.Close()
+	if !skipValidation {
+		compiled, err := tosca.NewCompiler(1).Compile(ctx, pkg, inputs)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := render.NewRenderer(1).Render(ctx, compiled, render.Options{Service: service, Namespace: namespace}); err != nil {
+			return nil, err
+		}
+	}
+	archive, err := source.Pack(pkg)
+	if err != nil {
+		return nil, err
+	}
+	if len(archive) > maxUploadBytes {
+		return nil, fmt.Errorf("the package is %d bytes compressed, more than a ConfigMap holds (%d): publish it over HTTP, git or OCI instead", len(archive), maxUploadBytes)
+	}
+	return archive, nil
+}
+
+func uploadName(service string) string {
+	return service + ".calaf-package"
+}
+
+// storeUpload creates or replaces the ConfigMap holding an uploaded package.
+func storeUpload(ctx context.Context, c client.Client, namespace, name string, archive []byte) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, c, cm, func() error {
+		if cm.Labels == nil {
+			cm.Labels = map[string]string{}
+		}
+		cm.Labels["app.kubernetes.io/managed-by"] = "calaf-cli"
+		cm.BinaryData = map[string][]byte{source.UploadKey: archive}
+		cm.Data = nil
+		return nil
+	})
+	return err
+}
+
+// ownUpload makes the Service own its package ConfigMap, so they are deleted together.
+func ownUpload(ctx context.Context, c client.Client, svc *v1alpha1.Service) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: uploadName(svc.Name), Namespace: svc.Namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, c, cm, func() error {
+		return controllerutil.SetOwnerReference(svc, cm, operator.NewScheme())
+	})
+	return err
+}
+
+func gitRef(ref string) *v1alpha1.GitRef {
+	switch {
+	case ref == "":
+		return nil
+	case len(ref) == 40 && strings.Trim(ref, "0123456789abcdef") == "":
+		return &v1alpha1.GitRef{Commit: ref}
+	case strings.HasPrefix(ref, "refs/tags/"):
+		return &v1alpha1.GitRef{Tag: strings.TrimPrefix(ref, "refs/tags/")}
+	case strings.HasPrefix(ref, "tag:"):
+		return &v1alpha1.GitRef{Tag: strings.TrimPrefix(ref, "tag:")}
+	}
+	return &v1alpha1.GitRef{Branch: strings.TrimPrefix(ref, "refs/heads/")}
+}
+
+// ociSource parses oci://host/repo[:tag][@sha256:digest].
+func ociSource(ref string) *v1alpha1.OCISource {
+	rest := strings.TrimPrefix(ref, "oci://")
+	src := &v1alpha1.OCISource{}
+	if at := strings.Index(rest, "@"); at >= 0 {
+		src.Digest, rest = rest[at+1:], rest[:at]
+	}
+	if colon := strings.LastIndex(rest, ":"); colon > strings.LastIndex(rest, "/") {
+		src.Tag, rest = rest[colon+1:], rest[:colon]
+	}
+	if u, err := url.Parse("oci://" + rest); err == nil {
+		src.URL = u.String()
+	} else {
+		src.URL = "oci://" + rest
+	}
+	return src
+}

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fluxcd/pkg/ssa"
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/render"
+)
+
+func newListCommand() *cobra.Command {
+	var kube kubeFlags
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List Services",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			c, namespace, err := kube.client()
+			if err != nil {
+				return err
+			}
+			var list v1alpha1.ServiceList
+			var opts []client.ListOption
+			if !all {
+				opts = append(opts, client.InNamespace(namespace))
+			}
+			if err := c.List(ctx, &list, opts...); err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAMESPACE\tNAME\tREADY\tREVISION\tAGE\tMESSAGE")
+			for _, svc := range list.Items {
+				ready, message := "Unknown", ""
+				if c := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+					ready, message = string(c.Status), c.Message
+				}
+				age := time.Since(svc.CreationTimestamp.Time).Round(time.Second)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", svc.Namespace, svc.Name, ready, truncateText(svc.Status.LastAppliedRevision, 24), age, truncateText(message, 80))
+			}
+			return w.Flush()
+		},
+	}
+	kube.register(cmd)
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the Services of every namespace")
+	return cmd
+}
+
+func newDeleteCommand() *cobra.Command {
+	var kube kubeFlags
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a Service (its objects go as its deletion policy says)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			c, namespace, err := kube.client()
+			if err != nil {
+				return err
+			}
+			svc := &v1alpha1.Service{}
+			key := client.ObjectKey{Namespace: namespace, Name: args[0]}
+			if err := c.Get(ctx, key, svc); err != nil {
+				return err
+			}
+			if err := c.Delete(ctx, svc); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "service %s/%s deleting (policy %s)\n", namespace, args[0], svc.Spec.DeletionPolicy)
+			if !wait {
+				return nil
+			}
+			ctx, cancelWait := context.WithTimeout(ctx, timeout)
+			defer cancelWait()
+			for {
+				err := c.Get(ctx, key, svc)
+				if apierrors.IsNotFound(err) {
+					fmt.Fprintf(cmd.OutOrStdout(), "service %s/%s deleted\n", namespace, args[0])
+					return nil
+				}
+				if ctx.Err() != nil {
+					return fmt.Errorf("timeout: the Service is still being deleted")
+				}
+				time.Sleep(time.Second)
+			}
+		},
+	}
+	kube.register(cmd)
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Service and its objects are gone")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	return cmd
+}
+
+func newDiffCommand() *cobra.Command {
+	var kube kubeFlags
+	var flags packageFlags
+	cmd := &cobra.Command{
+		Use:   "diff NAME SOURCE",
+		Short: "Show what deploying SOURCE to Service NAME would change (server-side dry-run)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			c, namespace, err := kube.client()
+			if err != nil {
+				return err
+			}
+			flags.service, flags.namespace = args[0], namespace
+			compiled, err := flags.compile(ctx, args[1])
+			if err != nil {
+				return err
+			}
+			defer compiled.pkg.Close()
+			result, err := flags.render(ctx, compiled)
+			if err != nil {
+				return err
+			}
+			svc := &v1alpha1.Service{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: args[0]}, svc); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			return writeDiff(ctx, cmd, c, svc, result)
+		},
+	}
+	kube.register(cmd)
+	flags.inputs.register(cmd)
+	return cmd
+}
+
+// writeDiff prints, per object, what a server-side apply would change, and the objects the
+// Service would prune.
+func writeDiff(ctx context.Context, cmd *cobra.Command, c client.Client, svc *v1alpha1.Service, result *render.Result) error {
+	manager := ssa.NewResourceManager(c, nil, ssa.Owner{Field: "calaf", Group: "calaf.io"})
+	out := cmd.OutOrStdout()
+	changes := 0
+	desired := map[string]bool{}
+	for _, obj := range result.Objects {
+		desired[render.ObjectID(obj)] = true
+		entry, live, dryRun, err := manager.Diff(ctx, obj.DeepCopy(), ssa.DefaultDiffOptions())
+		if err != nil {
+			return err
+		}
+		switch entry.Action {
+		case ssa.CreatedAction:
+			changes++
+			fmt.Fprintf(out, "+ %s (new)\n", entry.Subject)
+		case ssa.ConfiguredAction:
+			changes++
+			fmt.Fprintf(out, "~ %s\n%s", entry.Subject, unifiedDiff(clean(live), clean(dryRun)))
+		}
+	}
+	for _, entry := range svc.Status.Inventory {
+		if !desired[entry.ID] {
+			changes++
+			parts := strings.Split(entry.ID, "_")
+			if len(parts) == 4 {
+				fmt.Fprintf(out, "- %s/%s (pruned)\n", parts[3], parts[1])
+			}
+		}
+	}
+	if changes == 0 {
+		fmt.Fprintln(out, "no changes")
+	}
+	return nil
+}
+
+// clean drops what the server maintains from an object before diffing.
+func clean(obj *unstructured.Unstructured) string {
+	if obj == nil {
+		return ""
+	}
+	obj = obj.DeepCopy()
+	unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "generation")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "uid")
+	unstructured.RemoveNestedField(obj.Object, "status")
+	data, _ := yaml.Marshal(obj.Object)
+	return string(data)
+}

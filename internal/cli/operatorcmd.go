@@ -1,0 +1,57 @@
+package cli
+
+import (
+	goflag "flag"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"calaf.io/calaf/internal/operator"
+)
+
+func newOperatorCommand() *cobra.Command {
+	var kube kubeFlags
+	opts := operator.DefaultOptions()
+	zapOptions := zap.Options{}
+	cmd := &cobra.Command{
+		Use:   "operator",
+		Short: "Run the Calaf operator (reconciles Services and Operations)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			config, err := kube.config()
+			if err != nil {
+				return err
+			}
+			config.UserAgent = "calaf-operator"
+			return operator.Run(ctrl.SetupSignalHandler(), config, opts, zap.New(zap.UseFlagOptions(&zapOptions)))
+		},
+	}
+	cmd.Flags().StringVar(&kube.kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster config, $KUBECONFIG, ~/.kube/config)")
+	cmd.Flags().StringVar(&kube.context, "context", "", "kubeconfig context")
+	cmd.Flags().StringVar(&opts.Namespace, "watch-namespace", "", "watch only this namespace (namespaced mode); default: all")
+	cmd.Flags().StringVar(&opts.MetricsAddress, "metrics-bind-address", opts.MetricsAddress, "address of the Prometheus metrics endpoint (0 disables it)")
+	cmd.Flags().StringVar(&opts.HealthAddress, "health-probe-bind-address", opts.HealthAddress, "address of the health and readiness probes")
+	cmd.Flags().BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader, for running several replicas")
+	cmd.Flags().StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease")
+	cmd.Flags().IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "Services reconciled at once")
+	cmd.Flags().StringVar(&opts.PackageCacheDir, "package-cache-dir", opts.PackageCacheDir, "directory of the local package cache")
+	cmd.Flags().Int64Var(&opts.PackageCacheBytes, "package-cache-bytes", opts.PackageCacheBytes, "size bound of the local package cache")
+	cmd.Flags().IntVar(&opts.CompileCacheSize, "compile-cache-size", opts.CompileCacheSize, "compiled packages kept in memory")
+	cmd.Flags().IntVar(&opts.RenderCacheSize, "render-cache-size", opts.RenderCacheSize, "renders kept in memory")
+	cmd.Flags().DurationVar(&opts.ScriptTimeout, "script-timeout", opts.ScriptTimeout, "deadline of a package's scriptlets in the operator")
+	cmd.Flags().DurationVar(&opts.ProgressInterval, "progress-interval", opts.ProgressInterval, "how often a Service whose objects are not healthy yet is checked")
+	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
+	zapOptions.BindFlags(logFlags)
+	cmd.Flags().AddGoFlagSet(logFlags)
+	return cmd
+}
+
+// unifiedDiff returns a unified diff between two texts.
+func unifiedDiff(a, b string) string {
+	diff, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(a), B: difflib.SplitLines(b), FromFile: "live", ToFile: "desired", Context: 3,
+	})
+	return diff
+}

@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"calaf.io/calaf/api/v1alpha1"
+)
+
+func newStatusCommand() *cobra.Command {
+	var kube kubeFlags
+	var wait bool
+	var timeout time.Duration
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show where a Service and each of its node templates stand",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, "text", "yaml", "json"); err != nil {
+				return err
+			}
+			ctx, cancel := commandContext(cmd)
+			defer cancel()
+			c, namespace, err := kube.client()
+			if err != nil {
+				return err
+			}
+			key := client.ObjectKey{Namespace: namespace, Name: args[0]}
+			svc := &v1alpha1.Service{}
+			if err := c.Get(ctx, key, svc); err != nil {
+				return err
+			}
+			if wait {
+				return waitForService(ctx, cmd.OutOrStdout(), c, key, svc.Generation, timeout)
+			}
+			switch output {
+			case "yaml":
+				data, err := yaml.Marshal(svc.Status)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(data)
+				return err
+			case "json":
+				data, err := json.MarshalIndent(svc.Status, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", data)
+				return err
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), describe(svc))
+			return err
+		},
+	}
+	kube.register(cmd)
+	cmd.Flags().BoolVarP(&wait, "wait", "w", false, "follow the progress until the Service is Ready or fails")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long --wait waits")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text|yaml|json (the status)")
+	return cmd
+}
+
+// describe renders a Service's status for the terminal.
+func describe(svc *v1alpha1.Service) string {
+	var b strings.Builder
+	ready := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady)
+	state := "Unknown"
+	if ready != nil {
+		state = string(ready.Status)
+		if ready.Status != metav1.ConditionTrue {
+			state += " (" + ready.Reason + ")"
+		}
+	}
+	fmt.Fprintf(&b, "Service %s/%s: Ready=%s, generation %d (observed %d)\n", svc.Namespace, svc.Name, state, svc.Generation, svc.Status.ObservedGeneration)
+	if p := svc.Status.Package; p != nil {
+		fmt.Fprintf(&b, "Package: %s %s, %s, revision %s\n", p.TemplateName, p.TemplateVersion, p.Entry, p.Revision)
+	}
+	if ready != nil && ready.Message != "" && ready.Status != metav1.ConditionTrue {
+		fmt.Fprintf(&b, "Message: %s\n", ready.Message)
+	}
+	if len(svc.Status.Nodes) > 0 {
+		b.WriteString("\n")
+		w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "NODE\tTYPE\tPHASE\tDETAILS")
+		for _, node := range svc.Status.Nodes {
+			details := node.Message
+			if node.WaitingFor != "" && node.Phase != v1alpha1.NodeReady {
+				details = "waiting for " + node.WaitingFor
+			}
+			for _, op := range node.Operations {
+				details += fmt.Sprintf(" [%s: %s]", op.Name, op.Phase)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", node.Name, node.Type, node.Phase, truncateText(details, 100))
+		}
+		w.Flush()
+	}
+	if len(svc.Status.Outputs) > 0 || len(svc.Status.PendingOutputs) > 0 {
+		b.WriteString("\nOutputs:\n")
+		names := map[string]bool{}
+		for name := range svc.Status.Outputs {
+			names[name] = true
+		}
+		for name := range svc.Status.PendingOutputs {
+			names[name] = true
+		}
+		for _, name := range sortedNames(names) {
+			if value, ok := svc.Status.Outputs[name]; ok {
+				fmt.Fprintf(&b, "  %s: %s\n", name, value.Raw)
+			} else {
+				fmt.Fprintf(&b, "  %s: (pending: %s)\n", name, truncateText(svc.Status.PendingOutputs[name], 100))
+			}
+		}
+	}
+	return b.String()
+}
+
+func sortedNames(m map[string]bool) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// errServiceFailed is returned by waitForService when the Service stalls or fails.
+var errServiceFailed = errors.New("the Service failed")
+
+// waitForService follows a Service until it is Ready for generation (nil), stalls (an
+// error), or the timeout passes. Each change of its status is shown; on a terminal the
+// view is redrawn in place.
+func waitForService(ctx context.Context, out io.Writer, c client.WithWatch, key client.ObjectKey, generation int64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tty := isTerminal(out)
+	last, lines := "", 0
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		svc := &v1alpha1.Service{}
+		if err := c.Get(ctx, key, svc); err != nil {
+			return err
+		}
+		view := describe(svc)
+		if view != last {
+			if tty && lines > 0 {
+				fmt.Fprintf(out, "\033[%dA\033[J", lines)
+			} else if last != "" {
+				fmt.Fprintln(out, "---")
+			}
+			fmt.Fprint(out, view)
+			last, lines = view, strings.Count(view, "\n")
+		}
+		if done, err := finished(svc, generation); done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timeout: the Service is not Ready after %s", timeout)
+		case <-ticker.C:
+		}
+	}
+}
+
+// finished tells whether a Service reached a final state for generation.
+func finished(svc *v1alpha1.Service, generation int64) (bool, error) {
+	ready := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady)
+	if ready != nil && ready.Status == metav1.ConditionTrue && svc.Status.ObservedGeneration >= generation && ready.ObservedGeneration >= generation {
+		return true, nil
+	}
+	stalled := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionStalled)
+	if stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.ObservedGeneration >= generation {
+		return true, fmt.Errorf("%w: %s: %s", errServiceFailed, stalled.Reason, stalled.Message)
+	}
+	return false, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+func mustJSON(value any) []byte {
+	data, err := json.Marshal(value)
+	if err != nil {
+		data, _ = json.Marshal(fmt.Sprint(value))
+	}
+	return data
+}
