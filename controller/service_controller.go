@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -57,6 +58,7 @@ type ServiceReconciler struct {
 	fingerprints fingerprints
 	addWatch     func(schema.GroupVersionKind) error
 	states       stateKeys
+	triggers     chan event.GenericEvent
 	watched      sync.Map // schema.GroupVersionKind → true
 	impersonated sync.Map // "namespace/sa" → client.Client
 }
@@ -88,8 +90,10 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 	if r.ProgressInterval <= 0 {
 		r.ProgressInterval = 5 * time.Second
 	}
+	r.triggers = make(chan event.GenericEvent, 1024)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Service{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesRawSource(source.Channel(r.triggers, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	for _, gvk := range watchedKinds {
 		obj := &unstructured.Unstructured{}
@@ -112,6 +116,19 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 // ownedChanges lets through every change of an owned object that bumps its resource
 // version: deletion, edits, and status progress.
 type ownedChanges = predicate.ResourceVersionChangedPredicate
+
+// Trigger asks for an immediate reconcile of a Service (e.g. from a webhook); it never
+// blocks: when many triggers are pending, the Service is reconciled at its interval.
+func (r *ServiceReconciler) Trigger(namespace, name string) bool {
+	svc := &v1alpha1.Service{}
+	svc.Namespace, svc.Name = namespace, name
+	select {
+	case r.triggers <- event.GenericEvent{Object: svc}:
+		return true
+	default:
+		return false
+	}
+}
 
 // ensureWatched watches a kind the operator did not watch yet, so that drift of such
 // objects is repaired as quickly as that of the common kinds.
