@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tliron/exturl"
+	"github.com/tliron/kutil/problems"
 	"github.com/tliron/puccini/clout/js"
 	"github.com/tliron/puccini/tosca/parser"
 )
@@ -59,7 +60,7 @@ func rawPuccini(path string, inputs map[string]any) (rejection string) {
 	serviceTemplate, err := parserContext.Parse(context.Background())
 	probs := parserContext.GetProblems()
 	if !probs.Empty() {
-		return firstLine(probs.ToString(true))
+		return firstProblem(probs)
 	}
 	if err != nil {
 		return err.Error()
@@ -74,9 +75,22 @@ func rawPuccini(path string, inputs map[string]any) (rejection string) {
 		execContext.Coerce()
 	}
 	if !probs.Empty() {
-		return firstLine(probs.ToString(true))
+		return firstProblem(probs)
 	}
 	return ""
+}
+
+// firstProblem describes the first of Puccini's problems: "@row,column item: message".
+func firstProblem(probs *problems.Problems) string {
+	problem := probs.Slice()[0]
+	text := problem.Message
+	if problem.Item != "" {
+		text = problem.Item + ": " + text
+	}
+	if problem.Row > 0 {
+		text = fmt.Sprintf("@%d,%d %s", problem.Row, problem.Column, text)
+	}
+	return text
 }
 
 // firstLine returns the first line of a problem report that says something.
