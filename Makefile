@@ -24,8 +24,7 @@ build: ## Build the calaf binary into bin/.
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests.
 	$(CONTROLLER_GEN) object paths=./api/...
-	$(CONTROLLER_GEN) crd:allowDangerousTypes=false rbac:roleName=calaf-operator paths=./api/... paths=./controller/... \
-		output:crd:artifacts:config=deploy/crd output:rbac:artifacts:config=deploy/rbac
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crd
 
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS_DIR)

@@ -1,0 +1,76 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/test/e2e/framework"
+)
+
+// suite is shared by the node-mode tests: the calaf binary, the operator process, and a
+// controller-runtime client with Calaf's types.
+var suite struct {
+	calaf      string
+	kubeconfig string
+	operator   *framework.Operator
+	client     client.WithWatch
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	config, err := framework.LoadConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	suite.kubeconfig = framework.KubeconfigPath()
+	if suite.client, err = client.NewWithWatch(config, client.Options{Scheme: operator.NewScheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "calaf-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if suite.calaf, err = framework.BuildCalaf(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := framework.InstallCRDs(ctx, suite.client); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	logPath := filepath.Join(os.TempDir(), "calaf-e2e-operator.log")
+	os.Remove(logPath)
+	suite.operator = &framework.Operator{
+		Binary:  suite.calaf,
+		LogPath: logPath,
+		Args:    []string{"--kubeconfig=" + suite.kubeconfig, "--progress-interval=2s", "--package-cache-dir=" + filepath.Join(dir, "packages")},
+	}
+	if err := suite.operator.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	suite.operator.Stop()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "operator log (last lines of %s):\n%s\n", logPath, suite.operator.Tail(60))
+	}
+	return code
+}
