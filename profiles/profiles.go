@@ -18,8 +18,11 @@ import (
 	"github.com/tliron/exturl"
 )
 
+// publicRoot prefixes the public import URLs of every embedded profile file.
+const publicRoot = "https://calaf.io/profiles/"
+
 // KubernetesURL is the documented import of the Calaf Kubernetes profile.
-const KubernetesURL = "https://calaf.io/profiles/kubernetes/1.0/profile.yaml"
+const KubernetesURL = publicRoot + "kubernetes/1.0/profile.yaml"
 
 // internalRoot prefixes the internal URLs of every embedded profile file.
 const internalRoot = "/calaf/profiles/"
@@ -52,4 +55,16 @@ func FS() fs.FS {
 // IsInternal tells whether a URL is served by an embedded profile (Calaf's or Puccini's).
 func IsInternal(url string) bool {
 	return strings.HasPrefix(url, "internal:")
+}
+
+// Public rewrites the internal URLs of embedded profile files in text (a diagnostic) to
+// their public spelling, "https://calaf.io/profiles/...", the one templates import.
+func Public(text string) string {
+	return strings.ReplaceAll(text, "internal:"+internalRoot, publicRoot)
+}
+
+// IsProfileURL tells whether text names a file of an embedded Calaf profile, by its public
+// or its internal URL.
+func IsProfileURL(text string) bool {
+	return strings.Contains(text, publicRoot) || strings.Contains(text, "internal:"+internalRoot)
 }

@@ -193,7 +193,10 @@ func (p *Package) diagnostics(probs *problems.Problems) []Diagnostic {
 	}
 	var diags []Diagnostic
 	for _, problem := range probs.Slice() {
-		d := Diagnostic{File: p.relativeSource(problem.Section), Path: problem.Item, Message: problem.Message}
+		d := Diagnostic{File: profiles.Public(p.relativeSource(problem.Section)), Path: problem.Item, Message: profiles.Public(problem.Message)}
+		if strings.HasPrefix(d.Message, "incompatible import") && profiles.IsProfileURL(d.Message) {
+			d.Message += ": the Calaf profiles are TOSCA 1.3, declare tosca_definitions_version: tosca_simple_yaml_1_3"
+		}
 		if problem.Row > 0 {
 			d.Line = problem.Row
 		}

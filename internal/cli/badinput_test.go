@@ -233,6 +233,11 @@ func badCases() []badCase {
 			want:  []string{`service.yaml:6:3: import "http://example.com/types.yaml" is not allowed`},
 		},
 		{
+			name:  "template of another TOSCA version",
+			build: service(strings.Replace(valid, "tosca_simple_yaml_1_3", "tosca_simple_yaml_1_2", 1)),
+			want:  []string{`incompatible import "` + profileImport + `": the Calaf profiles are TOSCA 1.3`},
+		},
+		{
 			name:  "unknown type",
 			build: service(serviceYAML("", "", "db:\n  type: calaf.nodes.NoSuchThing\n")),
 			want:  []string{`node_templates["db"].type: reference to unknown node type: calaf.nodes.NoSuchThing`},
