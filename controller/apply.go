@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/render"
 )
 
@@ -90,18 +91,21 @@ func liveHash(obj *unstructured.Unstructured) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// applyResult counts what an apply changed.
+// applyResult counts what an apply changed, and the objects as the API server returned
+// them from the apply (fresher than the cache right after a change).
 type applyResult struct {
 	created, configured, unchanged int
 	changes                        []string
+	applied                        map[string]*unstructured.Unstructured
 }
 
-// applyObjects applies the objects that need it, in stages (CRDs and namespaces first),
-// and records fingerprints. live holds the objects as read before applying (nil when
-// absent); it is updated for objects found unchanged.
-func (r *ServiceReconciler) applyObjects(ctx context.Context, manager *ssa.ResourceManager, svcKey string, objects []*unstructured.Unstructured, force bool) (*applyResult, error) {
-	result := &applyResult{}
-	var candidates []*unstructured.Unstructured
+// applyObjects applies the objects whose desired content or live fields changed since
+// they were last applied and verified; the others cost nothing. Namespaced objects are
+// applied with one server-side apply request each; cluster-scoped ones, CRDs and forced
+// recreations go through fluxcd/pkg/ssa's staged apply (CRDs and namespaces first).
+func (r *ServiceReconciler) applyObjects(ctx context.Context, writer client.Client, manager *ssa.ResourceManager, svcKey string, objects []*unstructured.Unstructured, force bool) (*applyResult, error) {
+	result := &applyResult{applied: map[string]*unstructured.Unstructured{}}
+	var staged []*unstructured.Unstructured
 	hashes := map[string]string{}
 	lives := map[string]string{}
 	for _, obj := range objects {
@@ -120,14 +124,33 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, manager *ssa.Resou
 				continue
 			}
 		}
-		candidates = append(candidates, obj.DeepCopy())
+		if force || obj.GetNamespace() == "" || isStagedKind(obj) {
+			staged = append(staged, obj.DeepCopy())
+			continue
+		}
+		applied := obj.DeepCopy()
+		if err := writer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(fieldManager)); err != nil {
+			return result, fmt.Errorf("%s/%s apply failed: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		result.applied[obj.GetKind()+"/"+obj.GetName()] = applied
+		r.fingerprints.set(svcKey+"/"+id, fingerprint{desired: desired, live: liveHash(applied)})
+		switch {
+		case live == nil:
+			result.created++
+			result.changes = append(result.changes, obj.GetKind()+"/"+obj.GetName()+" created")
+		case applied.GetResourceVersion() != live.GetResourceVersion():
+			result.configured++
+			result.changes = append(result.changes, obj.GetKind()+"/"+obj.GetName()+" configured")
+		default:
+			result.unchanged++
+		}
 	}
-	if len(candidates) == 0 {
+	if len(staged) == 0 {
 		return result, nil
 	}
 	opts := ssa.DefaultApplyOptions()
 	opts.Force = force
-	changeSet, err := manager.ApplyAllStaged(ctx, candidates, opts)
+	changeSet, err := manager.ApplyAllStaged(ctx, staged, opts)
 	if changeSet != nil {
 		for _, entry := range changeSet.Entries {
 			id := fmt.Sprintf("%s_%s_%s_%s", entry.ObjMetadata.Namespace, entry.ObjMetadata.Name, entry.ObjMetadata.GroupKind.Group, entry.ObjMetadata.GroupKind.Kind)
@@ -149,6 +172,16 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, manager *ssa.Resou
 	return result, err
 }
 
+// isStagedKind tells whether an object must be applied in ssa's stages: definitions and
+// namespaces before what uses them.
+func isStagedKind(obj *unstructured.Unstructured) bool {
+	switch obj.GroupVersionKind().GroupKind().String() {
+	case "CustomResourceDefinition.apiextensions.k8s.io", "Namespace":
+		return true
+	}
+	return false
+}
+
 // getLive reads an object as it is in the cluster (from the cache for watched kinds);
 // nil when it does not exist.
 func (r *ServiceReconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
@@ -164,15 +197,12 @@ func (r *ServiceReconciler) getLive(ctx context.Context, obj *unstructured.Unstr
 	return live, nil
 }
 
-// managerFor returns the server-side apply manager acting for a Service: the operator
-// itself, or the Service's service account when it names one.
-func (r *ServiceReconciler) managerFor(namespace, serviceAccount string) (*ssa.ResourceManager, error) {
-	c := client.Client(r.Client)
-	if serviceAccount != "" {
-		var err error
-		if c, err = r.impersonate(namespace, serviceAccount); err != nil {
-			return nil, err
-		}
+// managerFor returns the writer and the server-side apply manager acting for a Service:
+// the operator itself, or the Service's service account when it names one.
+func (r *ServiceReconciler) managerFor(svc *v1alpha1.Service) (client.Client, *ssa.ResourceManager, error) {
+	writer, err := r.writerFor(svc)
+	if err != nil {
+		return nil, nil, err
 	}
-	return ssa.NewResourceManager(c, r.poller, ssa.Owner{Field: fieldManager, Group: "calaf.io"}), nil
+	return writer, ssa.NewResourceManager(writer, r.poller, ssa.Owner{Field: fieldManager, Group: "calaf.io"}), nil
 }

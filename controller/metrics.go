@@ -72,6 +72,13 @@ func (m *Metrics) ObserveCompile(d time.Duration, err error) {
 	}
 }
 
+// ObserveBind records inputs bound onto a compiled package instead of a compile.
+func (m *Metrics) ObserveBind() {
+	if m != nil {
+		m.cacheHits.WithLabelValues("compile", "bound").Inc()
+	}
+}
+
 // ObserveRender records a render (a cache miss).
 func (m *Metrics) ObserveRender(d time.Duration, err error) {
 	if m != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -192,7 +193,7 @@ func statusAttributes(svc *v1alpha1.Service) map[string]map[string]any {
 // are applied and checked.
 func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *Scope) error {
 	svc := s.Service
-	manager, err := r.managerFor(svc.Namespace, svc.Spec.ServiceAccountName)
+	writer, manager, err := r.managerFor(svc)
 	if err != nil {
 		return newPhaseError(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, retry, err)
 	}
@@ -208,7 +209,7 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *Scope) error
 		}
 		if dep := firstUnhealthy(node.DependsOn, s.Healthy); dep != "" {
 			st.Phase, st.WaitingFor, st.Message = v1alpha1.NodePending, "node "+dep, "waiting for node "+dep+" to be ready"
-			r.observe(ctx, s, node, st)
+			r.observe(ctx, s, node, st, nil)
 			statuses = append(statuses, *st)
 			continue
 		}
@@ -220,7 +221,7 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *Scope) error
 			statuses = append(statuses, *st)
 			continue
 		}
-		result, err := r.applyObjects(ctx, manager, string(svc.UID), node.Objects, svc.Spec.Force)
+		result, err := r.applyObjects(ctx, writer, manager, string(svc.UID), node.Objects, svc.Spec.Force)
 		if result != nil {
 			changes = append(changes, result.changes...)
 			r.Metrics.countApplied(result.created, result.configured)
@@ -235,7 +236,7 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *Scope) error
 		for _, obj := range node.Objects {
 			r.ensureWatched(obj.GroupVersionKind())
 		}
-		r.observe(ctx, s, node, st)
+		r.observe(ctx, s, node, st, result.applied)
 		if st.Phase == v1alpha1.NodeReady && r.Orchestrator != nil && len(node.Operations) > 0 {
 			configured, err := r.Orchestrator.Run(ctx, s, node, st)
 			if err != nil {
@@ -288,7 +289,7 @@ func firstUnhealthy(names []string, healthy map[string]bool) string {
 
 // observe reads the node's live objects, computes their health with kstatus, and reads
 // the node's attributes from them.
-func (r *ServiceReconciler) observe(ctx context.Context, s *Scope, node *render.Node, st *v1alpha1.NodeStatus) {
+func (r *ServiceReconciler) observe(ctx context.Context, s *Scope, node *render.Node, st *v1alpha1.NodeStatus, applied map[string]*unstructured.Unstructured) {
 	live := map[string]*unstructured.Unstructured{}
 	var waiting []string
 	failed := ""
@@ -296,6 +297,9 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *Scope, node *render.
 	for _, obj := range node.Objects {
 		ref := obj.GetKind() + "/" + obj.GetName()
 		current, err := r.getLive(ctx, obj)
+		if fresh, ok := applied[ref]; ok && (current == nil || newer(fresh, current)) {
+			current, err = fresh, nil
+		}
 		if err != nil || current == nil {
 			missing++
 			waiting = append(waiting, ref+" does not exist yet")
@@ -336,6 +340,13 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *Scope, node *render.
 	default:
 		st.Phase, st.Message, st.WaitingFor = v1alpha1.NodeReady, fmt.Sprintf("%d objects ready", len(node.Objects)), ""
 	}
+}
+
+// newer tells whether a's resource version is newer than b's (etcd revisions increase).
+func newer(a, b *unstructured.Unstructured) bool {
+	ra, errA := strconv.ParseUint(a.GetResourceVersion(), 10, 64)
+	rb, errB := strconv.ParseUint(b.GetResourceVersion(), 10, 64)
+	return errA == nil && errB == nil && ra > rb
 }
 
 // secretless drops Secrets: attributes are never read from them, so no secret reaches status.

@@ -47,13 +47,20 @@ type Compiler struct {
 	// OnCompile, if set, is called after every compile attempt that was not a cache hit.
 	OnCompile func(duration time.Duration, err error)
 
-	lock  sync.Mutex
-	cache *lru.Cache[*Compiled]
+	// Binding enables binding primitive inputs onto a per-package compile (see bind.go)
+	// instead of compiling again for every set of inputs.
+	Binding bool
+	// OnBind, if set, is called after inputs were bound instead of compiled.
+	OnBind func()
+
+	lock      sync.Mutex
+	cache     *lru.Cache[*Compiled]
+	templates *lru.Cache[*template]
 }
 
 // NewCompiler returns a compiler keeping up to cacheSize compiled packages.
 func NewCompiler(cacheSize int) *Compiler {
-	return &Compiler{cache: lru.New[*Compiled](cacheSize)}
+	return &Compiler{cache: lru.New[*Compiled](cacheSize), templates: lru.New[*template](max(cacheSize/8, 8))}
 }
 
 // CacheKey identifies a compile: the package digest and the inputs.
@@ -88,17 +95,35 @@ func (c *Compiler) Compile(ctx contextpkg.Context, pkg *Package, inputs map[stri
 	if compiled, ok := c.cache.Get(key); ok {
 		return compiled, nil
 	}
-	start := time.Now()
-	clout, err := c.compile(ctx, pkg, inputs)
-	if c.OnCompile != nil {
-		c.OnCompile(time.Since(start), err)
+	if c.Binding && len(inputs) > 0 {
+		if t := c.templateFor(ctx, pkg); t != nil {
+			if clout, ok := t.bind(inputs); ok {
+				if c.OnBind != nil {
+					c.OnBind()
+				}
+				compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg}
+				c.cache.Put(key, compiled)
+				return compiled, nil
+			}
+		}
 	}
+	clout, err := c.timedCompile(ctx, pkg, inputs)
 	if err != nil {
 		return nil, err
 	}
 	compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg}
 	c.cache.Put(key, compiled)
 	return compiled, nil
+}
+
+// timedCompile compiles and reports the compile to OnCompile.
+func (c *Compiler) timedCompile(ctx contextpkg.Context, pkg *Package, inputs map[string]any) (*cloutpkg.Clout, error) {
+	start := time.Now()
+	clout, err := c.compile(ctx, pkg, inputs)
+	if c.OnCompile != nil {
+		c.OnCompile(time.Since(start), err)
+	}
+	return clout, err
 }
 
 func (c *Compiler) compile(ctx contextpkg.Context, pkg *Package, inputs map[string]any) (clout *cloutpkg.Clout, err error) {

@@ -136,6 +136,9 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 	if exists {
 		err = c.Update(ctx, svc)
 	} else {
+		// The operator would add its finalizer on the first reconcile; doing it here
+		// saves that write.
+		svc.Finalizers = []string{v1alpha1.ServiceFinalizer}
 		err = c.Create(ctx, svc)
 	}
 	if err != nil {

@@ -157,6 +157,8 @@ func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manage
 		Fetcher:          fetcher,
 		Compiler:         compiler,
 		Renderer:         renderer,
+	compiler.Binding = true
+	compiler.OnBind = m.ObserveBind
 		Metrics:          m,
 		ScriptTimeout:    opts.ScriptTimeout,
 		ProgressInterval: opts.ProgressInterval,

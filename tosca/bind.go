@@ -1,0 +1,290 @@
+package tosca
+
+import (
+	contextpkg "context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/tliron/go-ard"
+	cloutpkg "github.com/tliron/puccini/clout"
+)
+
+// A package is usually deployed many times with different inputs (one Service per
+// subscriber, per site...). Compiling costs tens of milliseconds, binding inputs to a
+// compiled template costs microseconds: Puccini keeps get_input calls as functions, so a
+// package compiled once with its default inputs becomes the compile of any other primitive
+// inputs by replacing their values in the Clout's input section.
+//
+// That this holds for a given package is not assumed but checked, once per package: a
+// probe compile with every primitive input set to another value must differ from the
+// default compile in those input values only. Otherwise, and for inputs that are not plain
+// strings, integers, floats or booleans (or values of the wrong type, which Puccini must
+// diagnose), Compile falls back to a full compile.
+
+// template is a package compiled with default inputs, and the inputs bindable onto it.
+type template struct {
+	base     *cloutpkg.Clout
+	bindable map[string]string // input name → primitive type
+	// provided holds each bindable input's notation metadata as Puccini writes it for a
+	// provided value (its validators are located at the input, not at its default).
+	provided map[string]ard.Value
+}
+
+// templateFor returns the template of a package, compiling and probing it on first use;
+// nil when the package's inputs cannot be bound.
+func (c *Compiler) templateFor(ctx contextpkg.Context, pkg *Package) *template {
+	if t, ok := c.templates.Get(pkg.Digest); ok {
+		return t
+	}
+	t := c.probe(ctx, pkg)
+	c.templates.Put(pkg.Digest, t)
+	return t
+}
+
+func (c *Compiler) probe(ctx contextpkg.Context, pkg *Package) *template {
+	base, err := c.timedCompile(ctx, pkg, nil)
+	if err != nil {
+		return nil
+	}
+	declared := inputsOf(base)
+	probeInputs := map[string]any{}
+	types := map[string]string{}
+	for name, input := range declared {
+		typeName, sentinel, ok := sentinelFor(name, input)
+		if !ok {
+			continue
+		}
+		types[name] = typeName
+		probeInputs[name] = sentinel
+	}
+	if len(probeInputs) == 0 {
+		return nil
+	}
+	probed, err := c.timedCompile(ctx, pkg, probeInputs)
+	if err != nil {
+		return nil
+	}
+	for _, path := range cloutDifferences(base, probed) {
+		name, ok := inputPath(path)
+		if !ok || types[name] == "" {
+			c.Log.V(1).Info("inputs of this package are not bindable", "package", pkg.Entry, "difference", path)
+			return nil
+		}
+	}
+	provided := map[string]ard.Value{}
+	for name, input := range inputsOf(probed) {
+		if notation, ok := input.(ard.StringMap); ok && types[name] != "" {
+			provided[name] = notation["$meta"]
+		}
+	}
+	return &template{base: base, bindable: types, provided: provided}
+}
+
+// bind returns the template's Clout with inputs bound, or false when they cannot be.
+func (t *template) bind(inputs map[string]any) (*cloutpkg.Clout, bool) {
+	values := make(map[string]any, len(inputs))
+	for name, value := range inputs {
+		typeName, ok := t.bindable[name]
+		if !ok {
+			return nil, false
+		}
+		if values[name], ok = primitiveOf(typeName, toARD(value)); !ok {
+			return nil, false
+		}
+	}
+	clout, err := t.base.Copy()
+	if err != nil {
+		return nil, false
+	}
+	declared := inputsOf(clout)
+	for name, value := range values {
+		input, ok := declared[name].(ard.StringMap)
+		if !ok {
+			return nil, false
+		}
+		input["$primitive"] = value
+		if meta, ok := t.provided[name]; ok {
+			input["$meta"] = ard.Copy(meta)
+		}
+	}
+	return clout, true
+}
+
+// inputsOf returns the input section of a compiled Clout.
+func inputsOf(clout *cloutpkg.Clout) ard.StringMap {
+	inputs, _ := ard.With(clout.Properties).Get("tosca", "inputs").StringMap()
+	return inputs
+}
+
+// sentinelFor returns a valid value of a primitive input that differs from its default.
+func sentinelFor(name string, input ard.Value) (string, any, bool) {
+	notation, ok := input.(ard.StringMap)
+	if !ok {
+		return "", nil, false
+	}
+	typeName, _ := ard.With(notation).Get("$meta", "type").String()
+	current, hasPrimitive := notation["$primitive"]
+	if !hasPrimitive {
+		return "", nil, false
+	}
+	switch typeName {
+	case "string":
+		return typeName, fmt.Sprintf("calaf-probe-%s-%v", name, current), true
+	case "integer":
+		n, _ := current.(int64)
+		return typeName, n + 424242, true
+	case "float":
+		f, _ := current.(float64)
+		return typeName, f + 0.4242, true
+	case "boolean":
+		b, _ := current.(bool)
+		return typeName, !b, true
+	}
+	return "", nil, false
+}
+
+// primitiveOf checks that a value is of a primitive TOSCA type, normalizing numbers.
+func primitiveOf(typeName string, value any) (any, bool) {
+	switch typeName {
+	case "string":
+		s, ok := value.(string)
+		return s, ok
+	case "boolean":
+		b, ok := value.(bool)
+		return b, ok
+	case "integer":
+		switch v := value.(type) {
+		case int64:
+			return v, true
+		case float64:
+			if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+				return int64(v), true
+			}
+		}
+	case "float":
+		switch v := value.(type) {
+		case float64:
+			return v, true
+		case int64:
+			return float64(v), true
+		}
+	}
+	return nil, false
+}
+
+// inputPath tells whether a Clout path lies within the notation of an input (its value or
+// its metadata), and which input.
+func inputPath(path string) (string, bool) {
+	const prefix = "properties.tosca.inputs."
+	if !strings.HasPrefix(path, prefix) {
+		return "", false
+	}
+	name, rest, _ := strings.Cut(strings.TrimPrefix(path, prefix), ".")
+	return name, rest == "$primitive" || strings.HasPrefix(rest, "$meta")
+}
+
+// cloutDifferences lists the paths at which two Clouts differ, ignoring what differs
+// between any two compiles: vertex IDs (random) and the compile history.
+func cloutDifferences(a, b *cloutpkg.Clout) []string {
+	var differences []string
+	diffValues("", NormalizeClout(a), NormalizeClout(b), &differences)
+	sort.Strings(differences)
+	return differences
+}
+
+// NormalizeClout returns a Clout as plain JSON data with its random vertex IDs replaced by
+// stable names ("NodeTemplate:web") and its compile history removed, so that two compiles
+// of the same thing compare equal.
+func NormalizeClout(clout *cloutpkg.Clout) any {
+	data, err := json.Marshal(clout)
+	if err != nil {
+		return err.Error()
+	}
+	names := map[string]string{}
+	for id, vertex := range clout.Vertexes {
+		kind, _ := ard.With(vertex.Metadata).Get("puccini", "kind").String()
+		name, _ := vertex.Properties["name"].(string)
+		names[id] = kind + ":" + name
+	}
+	text := string(data)
+	ids := make([]string, 0, len(names))
+	for id := range names {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return len(ids[i]) > len(ids[j]) })
+	for _, id := range ids {
+		text = strings.ReplaceAll(text, `"`+id+`"`, `"`+names[id]+`"`)
+	}
+	var plain map[string]any
+	if err := json.Unmarshal([]byte(text), &plain); err != nil {
+		return err.Error()
+	}
+	if metadata, ok := plain["metadata"].(map[string]any); ok {
+		delete(metadata, "history")
+	}
+	sortMapEntries(plain)
+	return plain
+}
+
+// sortMapEntries orders the entries of every "$map" notation by key: Puccini writes them in
+// Go map order, which differs from one compile to the next.
+func sortMapEntries(value any) {
+	switch v := value.(type) {
+	case map[string]any:
+		for key, item := range v {
+			if entries, ok := item.([]any); ok && key == "$map" {
+				sort.SliceStable(entries, func(i, j int) bool {
+					return entryKey(entries[i]) < entryKey(entries[j])
+				})
+			}
+			sortMapEntries(item)
+		}
+	case []any:
+		for _, item := range v {
+			sortMapEntries(item)
+		}
+	}
+}
+
+func entryKey(entry any) string {
+	m, _ := entry.(map[string]any)
+	data, _ := json.Marshal(m["$key"])
+	return string(data)
+}
+
+func diffValues(path string, a, b any, differences *[]string) {
+	ma, aIsMap := a.(map[string]any)
+	mb, bIsMap := b.(map[string]any)
+	if aIsMap && bIsMap {
+		keys := map[string]bool{}
+		for k := range ma {
+			keys[k] = true
+		}
+		for k := range mb {
+			keys[k] = true
+		}
+		for k := range keys {
+			child := k
+			if path != "" {
+				child = path + "." + k
+			}
+			diffValues(child, ma[k], mb[k], differences)
+		}
+		return
+	}
+	la, aIsList := a.([]any)
+	lb, bIsList := b.([]any)
+	if aIsList && bIsList && len(la) == len(lb) {
+		for i := range la {
+			diffValues(fmt.Sprintf("%s[%d]", path, i), la[i], lb[i], differences)
+		}
+		return
+	}
+	if !reflect.DeepEqual(a, b) {
+		*differences = append(*differences, path)
+	}
+}

@@ -1,0 +1,94 @@
+package tosca
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Binding inputs onto a package's template gives exactly the Clout a full compile with
+// those inputs gives, for every example and a variety of inputs.
+func TestBoundInputsEqualFullCompile(t *testing.T) {
+	cases := map[string][]map[string]any{
+		"../examples/hello-world": {
+			{"replicas": 3},
+			{"message": "bonjour", "replicas": int64(0), "image": "registry.example/web:2"},
+			{"replicas": json.Number("7")},
+		},
+		"../examples/network-service": {
+			{"mcc": "208", "mnc": "93", "amf_replicas": 2},
+			{"dnn": "ims", "subscriber_storage": "1Gi", "smf_replicas": 3, "image": "busybox:1.37"},
+		},
+	}
+	for dir, inputSets := range cases {
+		pkg, err := Open(dir, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		binder := NewCompiler(16)
+		binder.Binding = true
+		binds := 0
+		binder.OnBind = func() { binds++ }
+		for _, inputs := range inputSets {
+			bound, err := binder.Compile(context.Background(), pkg, inputs)
+			if err != nil {
+				t.Fatalf("%s %v: %v", dir, inputs, err)
+			}
+			full, err := NewCompiler(1).Compile(context.Background(), pkg, inputs)
+			if err != nil {
+				t.Fatalf("%s %v: %v", dir, inputs, err)
+			}
+			if diff := cmp.Diff(NormalizeClout(full.Clout), NormalizeClout(bound.Clout)); diff != "" {
+				t.Errorf("%s %v: bound Clout differs from a full compile (-full +bound):\n%s", dir, inputs, diff)
+			}
+		}
+		if binds != len(inputSets) {
+			t.Errorf("%s: %d of %d compiles were bound; the rest fell back to full compiles", dir, binds, len(inputSets))
+		}
+	}
+}
+
+// Inputs that cannot be bound — undeclared, of the wrong type — fall back to a full
+// compile, which reports Puccini's own diagnostics.
+func TestUnbindableInputsAreCompiled(t *testing.T) {
+	pkg, err := Open("../examples/hello-world", DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCompiler(16)
+	c.Binding = true
+	c.OnBind = func() { t.Error("bound inputs that a full compile must check") }
+	for inputs, want := range map[string]map[string]any{
+		`"string" instead of "integer"`: {"replicas": "three"},
+		`undeclared input`:              {"replicass": 3},
+	} {
+		_, err := c.Compile(context.Background(), pkg, want)
+		if err == nil || !IsInvalid(err) {
+			t.Fatalf("%v: want an invalid-package error, got %v", want, err)
+		}
+		found := false
+		for _, d := range DiagnosticsOf(err) {
+			if contains(d.Message, inputs) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%v: diagnostics %v do not say %q", want, DiagnosticsOf(err), inputs)
+		}
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && (s == sub || indexOf(s, sub) >= 0))
+}
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
