@@ -27,7 +27,10 @@ import (
 
 // template is a package compiled with default inputs, and the inputs bindable onto it.
 type template struct {
-	base     *cloutpkg.Clout
+	base *cloutpkg.Clout
+	// required are inputs without a default that the base compile got placeholder values
+	// for: a bind must provide them all.
+	required map[string]bool
 	bindable map[string]string // input name → primitive type
 	// provided holds each bindable input's notation metadata as Puccini writes it for a
 	// provided value (its validators are located at the input, not at its default).
@@ -46,9 +49,16 @@ func (c *Compiler) templateFor(ctx contextpkg.Context, pkg *Package) *template {
 }
 
 func (c *Compiler) probe(ctx contextpkg.Context, pkg *Package) *template {
+	placeholders := map[string]any{}
 	base, err := c.timedCompile(ctx, pkg, nil)
 	if err != nil {
-		return nil
+		// Required inputs without a default get placeholders of their type.
+		if placeholders = requiredPlaceholders(pkg, err); len(placeholders) == 0 {
+			return nil
+		}
+		if base, err = c.timedCompile(ctx, pkg, placeholders); err != nil {
+			return nil
+		}
 	}
 	declared := inputsOf(base)
 	probeInputs := map[string]any{}
@@ -81,11 +91,63 @@ func (c *Compiler) probe(ctx contextpkg.Context, pkg *Package) *template {
 			provided[name] = notation["$meta"]
 		}
 	}
-	return &template{base: base, bindable: types, provided: provided}
+	required := map[string]bool{}
+	for name := range placeholders {
+		required[name] = true
+	}
+	return &template{base: base, bindable: types, provided: provided, required: required}
+}
+
+// requiredPlaceholders returns a value for each input a compile reported unassigned, of
+// the type the entry template declares; nil if anything else went wrong.
+func requiredPlaceholders(pkg *Package, err error) map[string]any {
+	doc, readErr := pkg.readYAML(pkg.Entry)
+	if readErr != nil {
+		return nil
+	}
+	declared := mappingValue(mappingValue(mappingOf(doc), "topology_template"), "inputs")
+	placeholders := map[string]any{}
+	for _, d := range DiagnosticsOf(err) {
+		if !strings.Contains(d.Message, "unassigned required input") {
+			return nil
+		}
+		name := between(d.Path, `inputs["`, `"]`)
+		typeNode := mappingValue(mappingValue(declared, name), "type")
+		if name == "" || typeNode == nil {
+			return nil
+		}
+		switch typeNode.Value {
+		case "string":
+			placeholders[name] = "calaf-placeholder"
+		case "integer":
+			placeholders[name] = int64(0)
+		case "float":
+			placeholders[name] = float64(0)
+		case "boolean":
+			placeholders[name] = false
+		default:
+			return nil
+		}
+	}
+	return placeholders
+}
+
+func between(s, start, end string) string {
+	_, rest, ok := strings.Cut(s, start)
+	if !ok {
+		return ""
+	}
+	value, _, _ := strings.Cut(rest, end)
+	return value
 }
 
 // bind returns the template's Clout with inputs bound, or false when they cannot be.
 func (t *template) bind(inputs map[string]any) (*cloutpkg.Clout, bool) {
+	for name := range t.required {
+		if _, ok := inputs[name]; !ok {
+			return nil, false
+		}
+	}
 	values := make(map[string]any, len(inputs))
 	for name, value := range inputs {
 		typeName, ok := t.bindable[name]

@@ -17,6 +17,10 @@ func TestBoundInputsEqualFullCompile(t *testing.T) {
 			{"message": "bonjour", "replicas": int64(0), "image": "registry.example/web:2"},
 			{"replicas": json.Number("7")},
 		},
+		"../test/bench/fleet": {
+			{"app": "a1"},
+			{"app": "a2", "replicas": 2, "message": "bonjour"},
+		},
 		"../examples/network-service": {
 			{"mcc": "208", "mnc": "93", "amf_replicas": 2},
 			{"dnn": "ims", "subscriber_storage": "1Gi", "smf_replicas": 3, "image": "busybox:1.37"},
@@ -50,32 +54,38 @@ func TestBoundInputsEqualFullCompile(t *testing.T) {
 	}
 }
 
-// Inputs that cannot be bound — undeclared, of the wrong type — fall back to a full
-// compile, which reports Puccini's own diagnostics.
+// Inputs that cannot be bound — undeclared, of the wrong type, a required one missing —
+// fall back to a full compile, which reports Puccini's own diagnostics.
 func TestUnbindableInputsAreCompiled(t *testing.T) {
-	pkg, err := Open("../examples/hello-world", DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		dir    string
+		inputs map[string]any
+		want   string
+	}{
+		{"../examples/hello-world", map[string]any{"replicas": "three"}, `"string" instead of "integer"`},
+		{"../examples/hello-world", map[string]any{"replicass": 3}, "undeclared input"},
+		{"../test/bench/fleet", map[string]any{"replicas": 3}, "unassigned required input"},
 	}
-	c := NewCompiler(16)
-	c.Binding = true
-	c.OnBind = func() { t.Error("bound inputs that a full compile must check") }
-	for inputs, want := range map[string]map[string]any{
-		`"string" instead of "integer"`: {"replicas": "three"},
-		`undeclared input`:              {"replicass": 3},
-	} {
-		_, err := c.Compile(context.Background(), pkg, want)
+	for _, tc := range cases {
+		pkg, err := Open(tc.dir, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewCompiler(16)
+		c.Binding = true
+		c.OnBind = func() { t.Errorf("%s %v: bound inputs that a full compile must check", tc.dir, tc.inputs) }
+		_, err = c.Compile(context.Background(), pkg, tc.inputs)
 		if err == nil || !IsInvalid(err) {
-			t.Fatalf("%v: want an invalid-package error, got %v", want, err)
+			t.Fatalf("%v: want an invalid-package error, got %v", tc.inputs, err)
 		}
 		found := false
 		for _, d := range DiagnosticsOf(err) {
-			if contains(d.Message, inputs) {
+			if contains(d.Message, tc.want) {
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("%v: diagnostics %v do not say %q", want, DiagnosticsOf(err), inputs)
+			t.Errorf("%v: diagnostics %v do not say %q", tc.inputs, DiagnosticsOf(err), tc.want)
 		}
 	}
 }
