@@ -187,6 +187,9 @@ func (f *Fetcher) download(ctx context.Context, httpClient *http.Client, header 
 		}
 		return nil, transient(v1alpha1.ReasonFetchFailed, "downloading %s: the server answered 304 for a package no longer cached", url)
 	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return nil, permanent(v1alpha1.ReasonAuthenticationFailed, "downloading %s: HTTP %s: the server refused the credentials (check secretRef)", url, resp.Status)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, transient(v1alpha1.ReasonFetchFailed, "downloading %s: HTTP %s", url, resp.Status)
 	}
@@ -220,12 +223,21 @@ func (f *Fetcher) download(ctx context.Context, httpClient *http.Client, header 
 func (f *Fetcher) store(key string, archive []byte, name string) (*tosca.Package, error) {
 	pkg, err := f.Store.PutArchive(key, archive, name)
 	if err != nil {
-		if tosca.IsInvalid(err) {
-			return nil, &Error{Reason: v1alpha1.ReasonInvalidPackage, Err: err}
-		}
-		return nil, transient(v1alpha1.ReasonFetchFailed, "storing package: %v", err)
+		return nil, storeError(err)
 	}
 	return pkg, nil
+}
+
+// storeError classifies a failure to store a package: a manifest mismatch is an
+// integrity failure, an invalid package a permanent error, anything else (disk) transient.
+func storeError(err error) error {
+	switch {
+	case tosca.IsIntegrity(err):
+		return &Error{Reason: v1alpha1.ReasonIntegrityFailed, Err: fmt.Errorf("package integrity: %w", err)}
+	case tosca.IsInvalid(err):
+		return &Error{Reason: v1alpha1.ReasonInvalidPackage, Err: err}
+	}
+	return transient(v1alpha1.ReasonFetchFailed, "storing package: %v", err)
 }
 
 func (f *Fetcher) maxArchive() int64 {
@@ -241,20 +253,17 @@ func (f *Fetcher) httpClient(ctx context.Context, svc *v1alpha1.Service) (*http.
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	ref := svc.Spec.Source.SecretRef
 	if ref != nil {
-		var secret corev1.Secret
-		if err := f.Reader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: ref.Name}, &secret); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, nil, transient(v1alpha1.ReasonFetchFailed, "source Secret %q not found", ref.Name)
-			}
-			return nil, nil, transient(v1alpha1.ReasonFetchFailed, "reading source Secret %q: %v", ref.Name, err)
+		data, err := readSecret(ctx, f.Reader, svc.Namespace, ref.Name)
+		if err != nil {
+			return nil, nil, err
 		}
-		if token := secret.Data["token"]; len(token) > 0 {
+		if token := data["token"]; len(token) > 0 {
 			header.Set("Authorization", "Bearer "+string(token))
-		} else if user := secret.Data["username"]; len(user) > 0 {
+		} else if user := data["username"]; len(user) > 0 {
 			req := &http.Request{Header: header}
-			req.SetBasicAuth(string(user), string(secret.Data["password"]))
+			req.SetBasicAuth(string(user), string(data["password"]))
 		}
-		if ca := secret.Data["ca.crt"]; len(ca) > 0 {
+		if ca := data["ca.crt"]; len(ca) > 0 {
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(ca) {
 				return nil, nil, permanent(v1alpha1.ReasonInvalidSource, "source Secret %q: ca.crt holds no PEM certificate", ref.Name)
@@ -263,6 +272,19 @@ func (f *Fetcher) httpClient(ctx context.Context, svc *v1alpha1.Service) (*http.
 		}
 	}
 	return &http.Client{Transport: transport}, header, nil
+}
+
+// readSecret returns the data of a source Secret; a missing Secret is transient (it may
+// be created after the Service).
+func readSecret(ctx context.Context, reader client.Reader, namespace, name string) (map[string][]byte, error) {
+	var secret corev1.Secret
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, transient(v1alpha1.ReasonFetchFailed, "source Secret %q not found", name)
+		}
+		return nil, transient(v1alpha1.ReasonFetchFailed, "reading source Secret %q: %v", name, err)
+	}
+	return secret.Data, nil
 }
 
 func unwrapURLError(err error) error {

@@ -19,6 +19,9 @@ type Store struct {
 	dir      string
 	maxBytes int64
 	limits   tosca.Limits
+	// Integrity is how packages are checked against their SOL004 manifest before they are
+	// stored: a package whose manifest does not match is never stored.
+	Integrity tosca.IntegrityOptions
 
 	lock    sync.Mutex
 	size    int64
@@ -67,6 +70,10 @@ func (s *Store) PutArchive(key string, archive []byte, name string) (*tosca.Pack
 	if err != nil {
 		return nil, err
 	}
+	if _, err := pkg.VerifyIntegrity(s.Integrity); err != nil {
+		pkg.Close()
+		return nil, err
+	}
 	return s.adopt(key, pkg)
 }
 
@@ -88,7 +95,29 @@ func (s *Store) PutDirectory(key, dir string) (*tosca.Package, error) {
 		return nil, err
 	}
 	pkg.OwnDirectory()
+	if _, err := pkg.VerifyIntegrity(s.Integrity); err != nil {
+		pkg.Close()
+		return nil, err
+	}
 	return s.adopt(key, pkg)
+}
+
+// TempDir returns a new empty directory on the store's file system, for a package to be
+// moved in with PutDirectory; the caller removes it if it does not.
+func (s *Store) TempDir() (string, error) {
+	return os.MkdirTemp(s.dir, "tmp-")
+}
+
+// Limits returns the bounds of one package.
+func (s *Store) Limits() tosca.Limits {
+	return s.limits
+}
+
+// Len returns the number of packages stored, and their total size.
+func (s *Store) Len() (int, int64) {
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	return s.order.Len(), s.size
 }
 
 func (s *Store) adopt(key string, pkg *tosca.Package) (*tosca.Package, error) {
