@@ -88,12 +88,12 @@ func (c *Compiler) Cached(key string) (*Compiled, bool) {
 func (c *Compiler) Compile(ctx contextpkg.Context, pkg *Package, inputs map[string]any) (*Compiled, error) {
 	key := CacheKey(pkg.Digest, inputs)
 	if compiled, ok := c.cache.Get(key); ok {
-		return compiled, nil
+		return compiled.withPackage(pkg), nil
 	}
 	c.lock.Lock()
 	defer c.lock.Unlock()
 	if compiled, ok := c.cache.Get(key); ok {
-		return compiled, nil
+		return compiled.withPackage(pkg), nil
 	}
 	if c.Binding && len(inputs) > 0 {
 		if t := c.templateFor(ctx, pkg); t != nil {
@@ -187,6 +187,7 @@ func (c *Compiler) compile(ctx contextpkg.Context, pkg *Package, inputs map[stri
 	if err := fixPucciniScriptlets(clout); err != nil {
 		return nil, err
 	}
+	relativizeClout(clout, pkg.Root)
 	return clout, nil
 }
 
@@ -311,4 +312,16 @@ func toARD(value any) ard.Value {
 // String identifies the compiled package in logs.
 func (c *Compiled) String() string {
 	return fmt.Sprintf("%s (%s)", c.Package.Entry, c.Digest)
+}
+
+// withPackage returns the compiled package bound to pkg, a package of the same digest:
+// a cache hit must render from the package the caller holds open, not from the one the
+// Clout was first compiled from, which may have been closed (its files removed) since.
+func (c *Compiled) withPackage(pkg *Package) *Compiled {
+	if c.Package == pkg {
+		return c
+	}
+	bound := *c
+	bound.Package = pkg
+	return &bound
 }
