@@ -17,7 +17,7 @@ func TestBoundInputsEqualFullCompile(t *testing.T) {
 			{"message": "bonjour", "replicas": int64(0), "image": "registry.example/web:2"},
 			{"replicas": json.Number("7")},
 		},
-		"../test/bench/fleet": {
+		"../test/bench/fleet/package": {
 			{"app": "a1"},
 			{"app": "a2", "replicas": 2, "message": "bonjour"},
 		},
@@ -64,7 +64,7 @@ func TestUnbindableInputsAreCompiled(t *testing.T) {
 	}{
 		{"../examples/hello-world", map[string]any{"replicas": "three"}, `"string" instead of "integer"`},
 		{"../examples/hello-world", map[string]any{"replicass": 3}, "undeclared input"},
-		{"../test/bench/fleet", map[string]any{"replicas": 3}, "unassigned required input"},
+		{"../test/bench/fleet/package", map[string]any{"replicas": 3}, "unassigned required input"},
 	}
 	for _, tc := range cases {
 		pkg, err := Open(tc.dir, DefaultLimits())

@@ -159,3 +159,11 @@ func KubeconfigPath() string {
 	}
 	return ""
 }
+
+// Pid returns the operator's process ID (0 when not running).
+func (o *Operator) Pid() int {
+	if o.cmd == nil || o.cmd.Process == nil {
+		return 0
+	}
+	return o.cmd.Process.Pid
+}

@@ -1,0 +1,348 @@
+// Command fleet measures the operator at scale on a real cluster: N Services of the shape
+// of Flux's kustomize-controller benchmark (a Deployment scaled to zero, a ServiceAccount,
+// a Service and a ConfigMap, each Service with its own inputs), from creation to all Ready,
+// and the operator's peak memory — against a same-run baseline: a plain server-side-apply
+// loop of the same rendered objects, waiting for the same readiness.
+//
+//	go run ./test/bench/fleet -n 1000 -calaf bin/calaf -report docs/benchmarks.md
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/render"
+	"calaf.io/calaf/source"
+	"calaf.io/calaf/test/e2e/framework"
+	"calaf.io/calaf/tosca"
+)
+
+type result struct {
+	name     string
+	duration time.Duration
+	peakRSS  int64 // bytes; 0 when not measured
+	requests int64
+}
+
+func main() {
+	n := flag.Int("n", 1000, "number of Services")
+	calafBinary := flag.String("calaf", "bin/calaf", "calaf binary (the operator)")
+	report := flag.String("report", "", "benchmarks.md to update")
+	workers := flag.Int("workers", 4, "workers of the concurrent baseline and the operator's concurrency")
+	flag.Parse()
+	if err := run(*n, *calafBinary, *report, *workers); err != nil {
+		fmt.Fprintln(os.Stderr, "fleet:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n int, calafBinary, report string, workers int) error {
+	ctx := context.Background()
+	config, err := framework.LoadConfig()
+	if err != nil {
+		return err
+	}
+	config.QPS, config.Burst = 200, 400
+	c, err := client.New(config, client.Options{Scheme: operator.NewScheme()})
+	if err != nil {
+		return err
+	}
+	if err := framework.InstallCRDs(ctx, c); err != nil {
+		return err
+	}
+	pkgDir := filepath.Join(framework.RepoRoot(), "test", "bench", "fleet", "package")
+	pkg, err := tosca.Open(pkgDir, tosca.DefaultLimits())
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("rendering %d packages for the baseline\n", n)
+	objects, err := renderAll(ctx, pkg, n, "fleet-baseline")
+	if err != nil {
+		return err
+	}
+	sequential, err := baseline(ctx, c, "fleet-baseline", objects, n, 1)
+	if err != nil {
+		return err
+	}
+	objects, err = renderAll(ctx, pkg, n, "fleet-baseline4")
+	if err != nil {
+		return err
+	}
+	concurrent, err := baseline(ctx, c, "fleet-baseline4", objects, n, workers)
+	if err != nil {
+		return err
+	}
+	calaf, err := operatorRun(ctx, c, calafBinary, pkg, n, workers)
+	if err != nil {
+		return err
+	}
+	results := []result{sequential, concurrent, calaf}
+	for _, r := range results {
+		fmt.Printf("%-40s %8.1f s  %s\n", r.name, r.duration.Seconds(), rss(r.peakRSS))
+	}
+	if report != "" {
+		return writeReport(report, n, workers, sequential, concurrent, calaf)
+	}
+	return nil
+}
+
+func inputsOf(i int) map[string]any {
+	return map[string]any{"app": fmt.Sprintf("app-%04d", i), "message": fmt.Sprintf("hello from app %d", i)}
+}
+
+// renderAll renders the objects of n Services as the operator would (not timed).
+func renderAll(ctx context.Context, pkg *tosca.Package, n int, namespace string) ([]*unstructured.Unstructured, error) {
+	compiler := tosca.NewCompiler(4)
+	compiler.Binding = true
+	renderer := render.NewRenderer(1)
+	var objects []*unstructured.Unstructured
+	for i := 0; i < n; i++ {
+		compiled, err := compiler.Compile(ctx, pkg, inputsOf(i))
+		if err != nil {
+			return nil, err
+		}
+		result, err := renderer.Render(ctx, compiled, render.Options{Service: fmt.Sprintf("app-%04d", i), Namespace: namespace})
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range result.Objects {
+			objects = append(objects, obj.DeepCopy())
+		}
+	}
+	return objects, nil
+}
+
+func createNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return err
+	}
+	return nil
+}
+
+// baseline applies the objects with a plain server-side-apply loop (workers at once) and
+// waits until every Deployment is Current.
+func baseline(ctx context.Context, c client.Client, namespace string, objects []*unstructured.Unstructured, n, workers int) (result, error) {
+	if err := createNamespace(ctx, c, namespace); err != nil {
+		return result{}, err
+	}
+	name := "baseline: server-side apply loop"
+	if workers > 1 {
+		name = fmt.Sprintf("baseline: server-side apply, %d workers", workers)
+	}
+	fmt.Printf("%s: %d objects\n", name, len(objects))
+	start := time.Now()
+	var next atomic.Int64
+	var failure atomic.Value
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(objects) {
+					return
+				}
+				if err := c.Patch(ctx, objects[i], client.Apply, client.ForceOwnership, client.FieldOwner("baseline")); err != nil {
+					failure.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := failure.Load().(error); ok {
+		return result{}, err
+	}
+	if err := waitDeploymentsCurrent(ctx, c, namespace, n); err != nil {
+		return result{}, err
+	}
+	return result{name: name, duration: time.Since(start), requests: int64(len(objects))}, nil
+}
+
+func waitDeploymentsCurrent(ctx context.Context, c client.Client, namespace string, n int) error {
+	deadline := time.Now().Add(30 * time.Minute)
+	for time.Now().Before(deadline) {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("apps/v1")
+		list.SetKind("DeploymentList")
+		if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			return err
+		}
+		current := 0
+		for i := range list.Items {
+			if s, err := status.Compute(&list.Items[i]); err == nil && s.Status == status.CurrentStatus {
+				current++
+			}
+		}
+		if current >= n {
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("deployments of %s not Current in time", namespace)
+}
+
+// operatorRun runs the operator, creates n Services and waits until all are Ready.
+func operatorRun(ctx context.Context, c client.Client, calafBinary string, pkg *tosca.Package, n, workers int) (result, error) {
+	const namespace = "fleet-calaf"
+	if err := createNamespace(ctx, c, namespace); err != nil {
+		return result{}, err
+	}
+	archive, err := source.Pack(pkg)
+	if err != nil {
+		return result{}, err
+	}
+	sum := source.SHA256(archive)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "fleet.calaf-package"}, BinaryData: map[string][]byte{source.UploadKey: archive}}
+	if err := c.Create(ctx, cm); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return result{}, err
+	}
+	dir, err := os.MkdirTemp("", "calaf-fleet-")
+	if err != nil {
+		return result{}, err
+	}
+	defer os.RemoveAll(dir)
+	op := &framework.Operator{
+		Binary:  calafBinary,
+		LogPath: filepath.Join(os.TempDir(), "calaf-fleet-operator.log"),
+		Args:    []string{"--kubeconfig=" + framework.KubeconfigPath(), "--concurrency=" + strconv.Itoa(workers), "--package-cache-dir=" + filepath.Join(dir, "packages"), "--zap-log-level=error"},
+	}
+	if err := op.Start(); err != nil {
+		return result{}, err
+	}
+	defer op.Stop()
+	time.Sleep(2 * time.Second) // let it start its caches: not part of the measure
+	pid := op.Pid()
+
+	fmt.Printf("calaf: creating %d Services\n", n)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		svc := &v1alpha1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("app-%04d", i), Finalizers: []string{v1alpha1.ServiceFinalizer}},
+			Spec: v1alpha1.ServiceSpec{
+				Source: v1alpha1.Source{Upload: &v1alpha1.UploadSource{ConfigMapName: cm.Name, SHA256: sum}},
+				Inputs: map[string]apiextensionsv1.JSON{},
+			},
+		}
+		for key, value := range inputsOf(i) {
+			svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: []byte(strconv.Quote(value.(string)))}
+		}
+		if err := c.Create(ctx, svc); err != nil {
+			return result{}, err
+		}
+	}
+	var peak int64
+	deadline := time.Now().Add(30 * time.Minute)
+	for time.Now().Before(deadline) {
+		peak = max(peak, peakRSS(pid))
+		var list v1alpha1.ServiceList
+		if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			return result{}, err
+		}
+		ready := 0
+		for _, svc := range list.Items {
+			if cond := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady); cond != nil && cond.Status == metav1.ConditionTrue && svc.Status.ObservedGeneration == svc.Generation {
+				ready++
+			}
+		}
+		if ready >= n {
+			duration := time.Since(start)
+			peak = max(peak, peakRSS(pid))
+			return result{name: fmt.Sprintf("calaf operator (concurrency %d)", workers), duration: duration, peakRSS: peak}, nil
+		}
+		time.Sleep(time.Second)
+	}
+	return result{}, fmt.Errorf("the Services were not all Ready in time; operator log: %s", op.LogPath)
+}
+
+// peakRSS reads a process's peak resident set size (VmHWM) from /proc.
+func peakRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			fields := strings.Fields(line)
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func rss(bytes int64) string {
+	if bytes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("peak RSS %.0f MiB", float64(bytes)/(1<<20))
+}
+
+const (
+	sectionStart = "<!-- fleet:start -->"
+	sectionEnd   = "<!-- fleet:end -->"
+)
+
+// writeReport replaces the fleet section of benchmarks.md.
+func writeReport(path string, n, workers int, sequential, concurrent, calaf result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n## Operator at scale: %d Services\n\n", sectionStart, n)
+	host, _ := os.Hostname()
+	fmt.Fprintf(&b, "Written by `make bench` (test/bench/fleet) on %s: %s, %d CPUs, %s, on the test ground's one-node cluster (kube-apiserver, etcd, controller-manager, scheduler, kubelet, all on the same machine as the operator).\n\n",
+		time.Now().Format("2006-01-02"), host, runtime.NumCPU(), runtime.Version())
+	b.WriteString("Each Service is the shape of Flux's kustomize-controller benchmark: a Deployment scaled to zero, a ServiceAccount, a Service and a ConfigMap (test/bench/fleet/package), with its own inputs. The time runs from the first Service created to all Services Ready (the operator fetched, compiled, rendered, applied in dependency order, waited for health, wrote status and events); the baselines apply the same rendered objects with plain server-side apply requests and wait for the same Deployments to be Current, in the same run.\n\n")
+	b.WriteString("| run | time to all Ready | ratio to the sequential baseline | ratio to the concurrent baseline | operator peak RSS |\n|---|---:|---:|---:|---:|\n")
+	for _, r := range []result{sequential, concurrent, calaf} {
+		fmt.Fprintf(&b, "| %s | %.1f s | %.2f× | %.2f× | %s |\n", r.name, r.duration.Seconds(),
+			r.duration.Seconds()/sequential.duration.Seconds(), r.duration.Seconds()/concurrent.duration.Seconds(), strings.TrimPrefix(rss(r.peakRSS), "peak RSS "))
+	}
+	target := 255.0
+	fmt.Fprintf(&b, "\nTargets: ≤ 1.5× the baseline — %s (%.2f× the sequential loop, %.2f× %d concurrent workers); under 4 min 15 s — %s (%.0f s); under 175 MiB RSS — %s (%s). Flux publishes 4 min 15 s and 175 MiB for 1,000 such applications on a 16-core runner; this machine has %d cores.\n%s\n",
+		verdict(calaf.duration.Seconds()/sequential.duration.Seconds() <= 1.5), calaf.duration.Seconds()/sequential.duration.Seconds(),
+		calaf.duration.Seconds()/concurrent.duration.Seconds(), workers,
+		verdict(calaf.duration.Seconds() < target), calaf.duration.Seconds(),
+		verdict(calaf.peakRSS > 0 && calaf.peakRSS < 175<<20), strings.TrimPrefix(rss(calaf.peakRSS), "peak RSS "), runtime.NumCPU(), sectionEnd)
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	text := string(data)
+	if i, j := strings.Index(text, sectionStart), strings.Index(text, sectionEnd); i >= 0 && j > i {
+		text = text[:i] + b.String() + text[j+len(sectionEnd)+1:]
+	} else {
+		if text == "" {
+			text = "# Benchmarks\n"
+		}
+		text = strings.TrimRight(text, "\n") + "\n\n" + b.String()
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**missed**"
+}
