@@ -5,6 +5,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"sort"
 	"time"
 
 	"calaf.io/calaf/tosca"
@@ -45,6 +46,12 @@ func Pack(pkg *tosca.Package) ([]byte, error) {
 // PackCSAR writes a package's files as a reproducible CSAR (zip). A package without
 // TOSCA-Metadata gets a TOSCA.meta naming its entry service template.
 func PackCSAR(pkg *tosca.Package) ([]byte, error) {
+	return PackCSARWith(pkg, nil)
+}
+
+// PackCSARWith is PackCSAR with extra files (e.g. a generated manifest) added at the
+// given package paths, after the package's own files.
+func PackCSARWith(pkg *tosca.Package, extra map[string][]byte) ([]byte, error) {
 	var buffer bytes.Buffer
 	zw := zip.NewWriter(&buffer)
 	write := func(name string, data []byte) error {
@@ -75,6 +82,16 @@ func PackCSAR(pkg *tosca.Package) ([]byte, error) {
 			return nil, err
 		}
 		if err := write(f.Path, data); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, 0, len(extra))
+	for name := range extra {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := write(name, extra[name]); err != nil {
 			return nil, err
 		}
 	}

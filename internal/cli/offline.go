@@ -38,8 +38,9 @@ func (f *packageFlags) register(cmd *cobra.Command, outputs string, defaultOutpu
 
 // compiled is an offline compile of a package and its inputs.
 type compiled struct {
-	pkg      *tosca.Package
-	compiled *tosca.Compiled
+	pkg       *tosca.Package
+	compiled  *tosca.Compiled
+	integrity *tosca.IntegrityReport
 }
 
 func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, error) {
@@ -51,12 +52,18 @@ func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, e
 	if err != nil {
 		return nil, err
 	}
+	// A package with a SOL004 manifest must match it before anything reads it.
+	integrity, err := pkg.VerifyIntegrity(tosca.IntegrityOptions{})
+	if err != nil {
+		pkg.Close()
+		return nil, err
+	}
 	result, err := tosca.NewCompiler(1).Compile(ctx, pkg, inputs)
 	if err != nil {
 		pkg.Close()
 		return nil, err
 	}
-	return &compiled{pkg: pkg, compiled: result}, nil
+	return &compiled{pkg: pkg, compiled: result, integrity: integrity}, nil
 }
 
 func (f *packageFlags) render(ctx context.Context, c *compiled) (*render.Result, error) {
@@ -100,6 +107,9 @@ func newValidateCommand() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "valid: %s (%s): %d node templates, %d objects, %d outputs\n",
 				c.pkg.Entry, c.pkg.Digest, len(result.Nodes), len(result.Objects), len(result.Outputs))
+			if c.integrity.Manifest != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "integrity: %s\n", c.integrity.Summary())
+			}
 			return nil
 		},
 	}

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	goflag "flag"
+	"fmt"
+	"os"
+	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
@@ -15,6 +19,7 @@ func newOperatorCommand() *cobra.Command {
 	var kube kubeFlags
 	opts := operator.DefaultOptions()
 	zapOptions := zap.Options{}
+	var webhookTokenFile string
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the Calaf operator (reconciles Services and Operations)",
@@ -25,6 +30,7 @@ func newOperatorCommand() *cobra.Command {
 				return err
 			}
 			config.UserAgent = "calaf-operator"
+			opts.WebhookToken = webhookToken(webhookTokenFile)
 			return operator.Run(ctrl.SetupSignalHandler(), config, opts, zap.New(zap.UseFlagOptions(&zapOptions)))
 		},
 	}
@@ -42,10 +48,35 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().IntVar(&opts.RenderCacheSize, "render-cache-size", opts.RenderCacheSize, "renders kept in memory")
 	cmd.Flags().DurationVar(&opts.ScriptTimeout, "script-timeout", opts.ScriptTimeout, "deadline of a package's scriptlets in the operator")
 	cmd.Flags().DurationVar(&opts.ProgressInterval, "progress-interval", opts.ProgressInterval, "how often a Service whose objects are not healthy yet is checked")
+	cmd.Flags().StringVar(&opts.WebhookAddress, "webhook-bind-address", "", "address of the push webhook, POST /hooks/git (empty: no webhook)")
+	cmd.Flags().StringVar(&webhookTokenFile, "webhook-token-file", "", "file holding the webhook token, re-read on every request (default: $CALAF_WEBHOOK_TOKEN)")
 	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
 	zapOptions.BindFlags(logFlags)
 	cmd.Flags().AddGoFlagSet(logFlags)
 	return cmd
+}
+
+// webhookToken reads the webhook token from a file (e.g. a mounted Secret, so it can be
+// rotated) or from $CALAF_WEBHOOK_TOKEN.
+func webhookToken(file string) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		if file == "" {
+			token := strings.TrimSpace(os.Getenv("CALAF_WEBHOOK_TOKEN"))
+			if token == "" {
+				return nil, fmt.Errorf("no --webhook-token-file and no $CALAF_WEBHOOK_TOKEN")
+			}
+			return []byte(token), nil
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		token := bytes.TrimSpace(data)
+		if len(token) == 0 {
+			return nil, fmt.Errorf("%s is empty", file)
+		}
+		return token, nil
+	}
 }
 
 // unifiedDiff returns a unified diff between two texts.

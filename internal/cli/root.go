@@ -54,6 +54,13 @@ func Run(args []string, streams Streams) int {
 
 // printError writes an error, one diagnostic per line for invalid packages.
 func printError(w io.Writer, err error) {
+	var integrity *tosca.IntegrityError
+	if errors.As(err, &integrity) {
+		for _, d := range integrity.Diagnostics {
+			fmt.Fprintf(w, "error: integrity: %s\n", d)
+		}
+		return
+	}
 	if tosca.IsInvalid(err) {
 		for _, d := range tosca.DiagnosticsOf(err) {
 			fmt.Fprintf(w, "error: %s\n", d)
@@ -86,6 +93,7 @@ func NewRootCommand(streams Streams) *cobra.Command {
 		newDeleteCommand(),
 		newDiffCommand(),
 		newOperatorCommand(),
+		newPackageCommand(),
 	)
 	wrapArgs(root)
 	return root

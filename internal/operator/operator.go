@@ -5,6 +5,8 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -21,11 +23,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
+	"calaf.io/calaf/internal/webhook"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
@@ -52,6 +56,12 @@ type Options struct {
 	Extra func(mgr ctrl.Manager, deps Dependencies) error
 	// Configure lets callers adjust the Fetcher (git and OCI support).
 	Configure func(fetcher *source.Fetcher) error
+	// WebhookAddress is where the push webhook (POST /hooks/git) listens; empty disables it.
+	WebhookAddress string
+	// WebhookListener, when set, is used instead of WebhookAddress (tests).
+	WebhookListener net.Listener
+	// WebhookToken returns the token push notifications must carry; required with a webhook.
+	WebhookToken func() ([]byte, error)
 }
 
 // Dependencies are the shared stages handed to extra controllers.
@@ -137,6 +147,8 @@ func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manage
 		return nil, nil, fmt.Errorf("package cache: %w", err)
 	}
 	fetcher := &source.Fetcher{Store: store, Reader: mgr.GetAPIReader(), MaxArchiveBytes: limits.MaxTotalBytes}
+	fetcher.Git = &source.Git{Store: store, Reader: mgr.GetAPIReader()}
+	fetcher.OCI = &source.OCI{Store: store, Reader: mgr.GetAPIReader(), MaxArchiveBytes: limits.MaxTotalBytes}
 	if opts.Configure != nil {
 		if err := opts.Configure(fetcher); err != nil {
 			return nil, nil, err
@@ -145,6 +157,8 @@ func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manage
 	compiler := tosca.NewCompiler(opts.CompileCacheSize)
 	compiler.Log = log.WithName("tosca")
 	compiler.OnCompile = m.ObserveCompile
+	compiler.Binding = true
+	compiler.OnBind = m.ObserveBind
 	renderer := render.NewRenderer(opts.RenderCacheSize)
 	renderer.Log = log.WithName("render")
 	renderer.OnRender = m.ObserveRender
@@ -157,8 +171,6 @@ func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manage
 		Fetcher:          fetcher,
 		Compiler:         compiler,
 		Renderer:         renderer,
-	compiler.Binding = true
-	compiler.OnBind = m.ObserveBind
 		Metrics:          m,
 		ScriptTimeout:    opts.ScriptTimeout,
 		ProgressInterval: opts.ProgressInterval,
@@ -171,6 +183,9 @@ func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manage
 	if err := reconciler.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return nil, nil, err
 	}
+	if err := addWebhook(mgr, opts, reconciler, log); err != nil {
+		return nil, nil, err
+	}
 	if opts.Extra != nil {
 		deps := Dependencies{Fetcher: fetcher, Compiler: compiler, Renderer: renderer, Metrics: m, Service: reconciler}
 		if err := opts.Extra(mgr, deps); err != nil {
@@ -178,6 +193,36 @@ func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manage
 		}
 	}
 	return mgr, reconciler, nil
+}
+
+// addWebhook serves the push webhook when one is configured. It runs on the leader only,
+// where the reconciler it triggers runs.
+func addWebhook(mgr ctrl.Manager, opts Options, reconciler *controller.ServiceReconciler, log logr.Logger) error {
+	if opts.WebhookAddress == "" && opts.WebhookListener == nil {
+		return nil
+	}
+	if opts.WebhookToken == nil {
+		return fmt.Errorf("the webhook needs a token (--webhook-token-file or $CALAF_WEBHOOK_TOKEN)")
+	}
+	if _, err := opts.WebhookToken(); err != nil {
+		return fmt.Errorf("webhook token: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(webhook.Path, &webhook.Receiver{
+		Token:     opts.WebhookToken,
+		Reader:    mgr.GetClient(),
+		Namespace: opts.Namespace,
+		Trigger:   reconciler.Trigger,
+		Log:       log.WithName("webhook"),
+	})
+	shutdown := 10 * time.Second
+	return mgr.Add(&manager.Server{
+		Name:                "webhook",
+		Server:              &http.Server{Addr: opts.WebhookAddress, Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute},
+		Listener:            opts.WebhookListener,
+		OnlyServeWhenLeader: true,
+		ShutdownTimeout:     &shutdown,
+	})
 }
 
 // Run builds the manager and runs it until ctx ends.

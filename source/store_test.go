@@ -1,0 +1,61 @@
+package source_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"calaf.io/calaf/source"
+)
+
+// The store keeps at most its size bound, evicting the least recently used package and
+// removing its files.
+func TestStoreEvictsLeastRecentlyUsed(t *testing.T) {
+	g := NewWithT(t)
+	// Each package is a template padded to ~10 KiB; the bound holds two of them.
+	pad := strings.Repeat("x", 10<<10)
+	archive := func(name string) []byte {
+		return csarOf(t, map[string]string{"service.yaml": template(name) + "# " + pad + "\n"})
+	}
+	store := newStore(t, 25<<10)
+	a, err := store.PutArchive("", archive("a"), "a.csar")
+	g.Expect(err).NotTo(HaveOccurred())
+	keyA := source.SHA256(archive("a"))
+	_, err = store.PutArchive("", archive("b"), "b.csar")
+	g.Expect(err).NotTo(HaveOccurred())
+	keyB := source.SHA256(archive("b"))
+	// Use a, so that b is the least recently used.
+	_, ok := store.Get(keyA)
+	g.Expect(ok).To(BeTrue())
+	_, err = store.PutArchive("", archive("c"), "c.csar")
+	g.Expect(err).NotTo(HaveOccurred())
+
+	_, ok = store.Get(keyB)
+	g.Expect(ok).To(BeFalse(), "b was evicted")
+	_, ok = store.Get(keyA)
+	g.Expect(ok).To(BeTrue(), "a was used recently")
+	count, size := store.Len()
+	g.Expect(count).To(Equal(2))
+	g.Expect(size).To(BeNumerically("<=", 25<<10))
+	_, err = os.Stat(a.Root)
+	g.Expect(err).NotTo(HaveOccurred(), "a's files stay")
+
+	// A directory package moves into the store, and leaves with eviction too.
+	dir, err := store.TempDir()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(writeFiles(dir, map[string]string{"service.yaml": template("d") + "# " + pad + "\n"})).To(Succeed())
+	d, err := store.PutDirectory("git-d", dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = os.Stat(dir)
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "the directory moved into the store")
+	for _, name := range []string{"e", "f"} {
+		_, err = store.PutArchive("", archive(name), name+".csar")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	_, ok = store.Get("git-d")
+	g.Expect(ok).To(BeFalse())
+	_, err = os.Stat(d.Root)
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "evicted files are removed")
+}
