@@ -39,6 +39,9 @@ type Compiled struct {
 	Package *Package
 }
 
+// pucciniLock serializes Puccini parses and compiles across all Compilers.
+var pucciniLock sync.Mutex
+
 // Compiler compiles packages with Puccini; it runs no JavaScript. Puccini v0.22.7 races when two parses run at
 // once and its parser caches imports forever, so a Compiler runs one compile at a time,
 // each with a new parser. Results are cached by package digest and inputs.
@@ -159,6 +162,10 @@ func (c *Compiler) compile(ctx contextpkg.Context, pkg *Package, inputs map[stri
 		return nil, Invalid(pkg.Entry, "%v", err)
 	}
 
+	// Puccini's parser keeps process-wide state: one parse at a time in the whole process,
+	// whatever Compiler asks for it.
+	pucciniLock.Lock()
+	defer pucciniLock.Unlock()
 	parserContext := parser.NewParser().NewContext()
 	parserContext.URL = entryURL
 	parserContext.Inputs = toARDInputs(inputs)

@@ -1,0 +1,52 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"calaf.io/calaf/tosca"
+)
+
+// TestConcurrentRenders renders one compiled package from several goroutines at once, for
+// different Services and live attributes, sharing the compiled Clout: every render works on
+// its own copy. Run with -race to see a regression.
+func TestConcurrentRenders(t *testing.T) {
+	pkg, err := tosca.Open("../examples/network-service", tosca.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := tosca.NewCompiler(1).Compile(context.Background(), pkg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderer := NewRenderer(16)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			service := fmt.Sprintf("s%d", g%4)
+			ip := fmt.Sprintf("10.96.0.%d", g)
+			result, err := renderer.Render(context.Background(), compiled, Options{Service: service, Namespace: "ns",
+				Attributes: map[string]map[string]any{"n2": {"cluster_ip": ip}}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if got := result.Outputs["n2_address"]; got != ip+":38412" {
+				errs <- fmt.Errorf("render %d: n2_address %v", g, got)
+			}
+			if name := result.Objects[0].GetName(); name[:len(service)] != service {
+				errs <- fmt.Errorf("render %d: object %s", g, name)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
