@@ -49,6 +49,11 @@ cluster-up: ground-build ## Start the one-node cluster; kubeconfig in /var/run/c
 cluster-down: ## Stop the one-node cluster and remove every trace of it.
 	$(GROUND)/cluster-down.sh
 
+##@ Demo
+.PHONY: demo
+demo: ground-build ## Calaf on the embedded cluster: operator in-cluster, hello-world deployed, outputs printed. DEMO_KUBECONFIG=path uses your cluster.
+	test/demo/demo.sh
+
 ##@ Test
 .PHONY: test
 test: ground-build ## Unit, API-server (envtest) and node-mode end-to-end tests.
