@@ -65,8 +65,9 @@ test-unit: ## Unit and envtest integration tests (real kube-apiserver + etcd).
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: ## Compile and render benchmarks per example against raw Puccini; writes docs/benchmarks.md.
+bench: ## Compile/render benchmarks against raw Puccini, and package sources (git fetch, push to applied); writes docs/benchmarks.md.
 	go test -count=1 -timeout 30m -v -run '^TestReport$$' ./internal/benchmarks/ -args -report=$(CURDIR)/docs/benchmarks.md
+	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 -timeout 20m -v -run '^TestBenchSources$$' ./test/sources/ -args -report=$(CURDIR)/docs/benchmarks.md
 
 .PHONY: test-e2e
 test-e2e: ## Node-mode end-to-end tests on the one-node cluster (started and stopped here).
