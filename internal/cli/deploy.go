@@ -33,6 +33,7 @@ type deployFlags struct {
 	gitRef         string
 	gitPath        string
 	secret         string
+	insecure       bool
 	interval       time.Duration
 	timeout        time.Duration
 	deletionPolicy string
@@ -70,6 +71,7 @@ func newDeployCommand() *cobra.Command {
 	cmd.Flags().StringVar(&flags.gitRef, "ref", "", "git branch, tag, or 40-hex commit (default: branch main)")
 	cmd.Flags().StringVar(&flags.gitPath, "path", "", "path of the package in the git repository")
 	cmd.Flags().StringVar(&flags.secret, "secret", "", "Secret with credentials for the source")
+	cmd.Flags().BoolVar(&flags.insecure, "insecure", false, "allow a plain-HTTP OCI registry")
 	cmd.Flags().DurationVar(&flags.interval, "interval", 10*time.Minute, "reconcile interval")
 	cmd.Flags().DurationVar(&flags.timeout, "timeout", 5*time.Minute, "time for a new revision to become healthy")
 	cmd.Flags().StringVar(&flags.deletionPolicy, "deletion-policy", "Delete", "Delete or Orphan the objects when the Service is deleted")
@@ -112,6 +114,7 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 		}
 	case strings.HasPrefix(args[1], "oci://"):
 		svc.Spec.Source = v1alpha1.Source{OCI: ociSource(args[1])}
+		svc.Spec.Source.OCI.Insecure = flags.insecure
 		if flags.secret != "" {
 			svc.Spec.Source.OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: flags.secret}
 		}
