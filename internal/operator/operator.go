@@ -207,14 +207,16 @@ func addWebhook(mgr ctrl.Manager, opts Options, reconciler *controller.ServiceRe
 	if _, err := opts.WebhookToken(); err != nil {
 		return fmt.Errorf("webhook token: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle(webhook.Path, &webhook.Receiver{
+	receiver := &webhook.Receiver{
 		Token:     opts.WebhookToken,
 		Reader:    mgr.GetClient(),
 		Namespace: opts.Namespace,
 		Trigger:   reconciler.Trigger,
 		Log:       log.WithName("webhook"),
-	})
+	}
+	mux := http.NewServeMux()
+	mux.Handle(webhook.Path, receiver)
+	mux.Handle(webhook.OCIPath, receiver)
 	shutdown := 10 * time.Second
 	return mgr.Add(&manager.Server{
 		Name:                "webhook",

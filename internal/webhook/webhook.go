@@ -1,6 +1,7 @@
-// Package webhook receives push notifications from git servers (GitHub, GitLab, Gitea,
-// or anything that can POST a URL) and reconciles at once every Service whose source is
-// the pushed repository, instead of waiting for its interval.
+// Package webhook receives push notifications from git servers (GitHub, GitLab, Gitea),
+// OCI registries (distribution, Harbor), or anything that can POST a URL, and reconciles at
+// once every Service whose source is the pushed repository, instead of waiting for its
+// interval.
 package webhook
 
 import (
@@ -23,8 +24,12 @@ import (
 	"calaf.io/calaf/source"
 )
 
-// Path is where the receiver listens for git push events.
-const Path = "/hooks/git"
+// Path is where the receiver listens for git push events; OCIPath, for registry push
+// notifications (the same handler: both name repositories).
+const (
+	Path    = "/hooks/git"
+	OCIPath = "/hooks/oci"
+)
 
 // maxBody bounds a push payload (GitHub caps them at 25 MB; the fields read come first
 // in every payload seen, but a payload is parsed whole).
@@ -190,6 +195,45 @@ func repositoryURLs(req *http.Request, body []byte) []string {
 				}
 			}
 		}
+		for _, u := range registryURLs(payload) {
+			add(u)
+		}
+	}
+	return urls
+}
+
+// registryURLs returns the oci:// repositories of registry push notifications:
+// distribution's envelope ({"events": [{"action": "push", "target": {"repository"},
+// "request": {"host"}}]}) and Harbor's ({"event_data": {"resources": [{"resource_url":
+// "host/project/repo:tag"}]}}).
+func registryURLs(payload map[string]any) []string {
+	var urls []string
+	events, _ := payload["events"].([]any)
+	for _, e := range events {
+		event, _ := e.(map[string]any)
+		target, _ := event["target"].(map[string]any)
+		request, _ := event["request"].(map[string]any)
+		repo, _ := target["repository"].(string)
+		host, _ := request["host"].(string)
+		if action, _ := event["action"].(string); action == "push" && repo != "" && host != "" {
+			urls = append(urls, "oci://"+host+"/"+repo)
+		}
+	}
+	data, _ := payload["event_data"].(map[string]any)
+	resources, _ := data["resources"].([]any)
+	for _, r := range resources {
+		resource, _ := r.(map[string]any)
+		ref, _ := resource["resource_url"].(string)
+		if ref == "" {
+			continue
+		}
+		if at := strings.Index(ref, "@"); at >= 0 {
+			ref = ref[:at]
+		}
+		if colon := strings.LastIndex(ref, ":"); colon > strings.LastIndex(ref, "/") {
+			ref = ref[:colon]
+		}
+		urls = append(urls, "oci://"+ref)
 	}
 	return urls
 }

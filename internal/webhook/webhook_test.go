@@ -76,9 +76,11 @@ func sign(body string) string {
 }
 
 const (
-	githubPush = `{"ref":"refs/heads/main","repository":{"clone_url":"https://git.example/team/net.git","ssh_url":"git@git.example:team/net.git","html_url":"https://git.example/team/net"}}`
-	gitlabPush = `{"object_kind":"push","project":{"git_http_url":"https://git.example/team/net.git","git_ssh_url":"git@git.example:team/net.git","web_url":"https://git.example/team/net"}}`
-	giteaPush  = `{"ref":"refs/heads/main","repository":{"clone_url":"https://GIT.example/team/net.git/"}}`
+	githubPush       = `{"ref":"refs/heads/main","repository":{"clone_url":"https://git.example/team/net.git","ssh_url":"git@git.example:team/net.git","html_url":"https://git.example/team/net"}}`
+	gitlabPush       = `{"object_kind":"push","project":{"git_http_url":"https://git.example/team/net.git","git_ssh_url":"git@git.example:team/net.git","web_url":"https://git.example/team/net"}}`
+	distributionPush = `{"events":[{"action":"pull","target":{"repository":"team/other"},"request":{"host":"registry.example"}},{"action":"push","target":{"repository":"team/net","tag":"v1"},"request":{"host":"registry.example"}}]}`
+	harborPush       = `{"type":"PUSH_ARTIFACT","event_data":{"resources":[{"resource_url":"registry.example/team/net:v2"}]}}`
+	giteaPush        = `{"ref":"refs/heads/main","repository":{"clone_url":"https://GIT.example/team/net.git/"}}`
 )
 
 func TestReceiver(t *testing.T) {
@@ -96,6 +98,8 @@ func TestReceiver(t *testing.T) {
 		{"Gitea push, signature header", Path, giteaPush, map[string]string{"X-Gitea-Signature": sign(giteaPush)}, http.StatusAccepted, matching},
 		{"bearer token and ?url=", Path + "?url=https://git.example/team/other", "", map[string]string{"Authorization": "Bearer " + token}, http.StatusAccepted, []string{"b/other-repo"}},
 		{"query token, OCI URL", Path + "?token=" + token + "&url=oci://registry.example/team/net", "", nil, http.StatusAccepted, []string{"b/oci"}},
+		{"distribution notification", OCIPath, distributionPush, map[string]string{"Authorization": "Bearer " + token}, http.StatusAccepted, []string{"b/oci"}},
+		{"Harbor notification", OCIPath, harborPush, map[string]string{"Authorization": "Bearer " + token}, http.StatusAccepted, []string{"b/oci"}},
 		{"no Service matches", Path + "?token=" + token + "&url=https://git.example/nobody", "", nil, http.StatusAccepted, nil},
 		{"GitHub ping", Path, `{"zen":"x"}`, map[string]string{"X-Hub-Signature-256": "sha256=" + sign(`{"zen":"x"}`), "X-GitHub-Event": "ping"}, http.StatusOK, nil},
 		{"wrong token", Path, githubPush, map[string]string{"Authorization": "Bearer nope"}, http.StatusUnauthorized, nil},
