@@ -7,7 +7,7 @@ const tosca = require('tosca.lib.utils');
 // plain copies a value out of Go wrappers into plain JavaScript data.
 function plain(value, depth) {
   depth = depth || 0;
-  if (depth > 100) throw 'value nested more than 100 levels deep';
+  if (depth > 100) throw 'value nested more than 100 levels deep (does it contain itself?)';
   if (value === null || value === undefined) return value;
   let kind = Object.prototype.toString.call(value);
   if (kind === '[object String]' || kind === '[object Number]' || kind === '[object Boolean]') return value.valueOf();
@@ -227,7 +227,11 @@ exports.run = function (params) {
     let vertex = clout.vertexes[id];
     if (!tosca.isNodeTemplate(vertex)) continue;
     vertexes.push(vertex);
-    views[vertex.properties.name] = nodeView(vertex, root);
+    try {
+      views[vertex.properties.name] = nodeView(vertex, root);
+    } catch (x) {
+      throw util.sprintf('node %q: %s', vertex.properties.name, errorMessage(x));
+    }
   }
   vertexes.sort(function (a, b) { return a.properties.name < b.properties.name ? -1 : 1; });
 
@@ -269,16 +273,16 @@ exports.run = function (params) {
     let result = { objects: [], attributes: {} };
     let renderer = view.typeMetadata['calaf.render'];
     if (renderer && params.render) {
-      let rendered;
       try {
-        rendered = require(renderer).render(view, ctx);
+        let rendered = require(renderer).render(view, ctx);
+        if (Array.isArray(rendered)) rendered = { objects: rendered };
+        if (rendered) {
+          // Copied as plain data, so that Go receives no cycles.
+          result.objects = plain(rendered.objects || []);
+          result.attributes = plain(rendered.attributes || {});
+        }
       } catch (x) {
         throw util.sprintf('node %q: renderer %s: %s', view.name, renderer, errorMessage(x));
-      }
-      if (Array.isArray(rendered)) rendered = { objects: rendered };
-      if (rendered) {
-        result.objects = rendered.objects || [];
-        result.attributes = rendered.attributes || {};
       }
     }
     nodes.push({

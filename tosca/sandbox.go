@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -26,6 +27,10 @@ const DefaultScriptTimeout = 10 * time.Second
 // maxCallStack turns runaway recursion into a JavaScript RangeError instead of a Go stack
 // overflow, which would end the process.
 const maxCallStack = 2048
+
+// abandonGrace is how long Exec waits, past the deadline, for a scriptlet stuck in Go code
+// (where an interrupt does not reach) before it abandons the scriptlet's goroutine.
+const abandonGrace = 2 * time.Second
 
 // maxConsoleLines bounds what scriptlets may log through console.* in one run.
 const maxConsoleLines = 200
@@ -96,7 +101,7 @@ func (s *Sandbox) Exec(ctx contextpkg.Context, clout *cloutpkg.Clout, probs *pro
 			return &sandboxEnv{Arguments: map[string]string{"history": "false"}, Log: console}
 		}},
 		{Name: "util", Create: func(*commonjs.Context) any { return sandboxUtil{Util: api.NewUtil(nil)} }},
-		{Name: "ard", Create: api.CreateARDExtension},
+		{Name: "ard", Create: func(*commonjs.Context) any { return sandboxARD{} }},
 		{Name: "transcribe", Create: func(*commonjs.Context) any { return sandboxTranscribe{} }},
 		{Name: "clout", Create: func(jsContext *commonjs.Context) any {
 			return &sandboxClout{CloutAPI: puccini.NewCloutAPI(clout, jsContext)}
@@ -107,50 +112,74 @@ func (s *Sandbox) Exec(ctx contextpkg.Context, clout *cloutpkg.Clout, probs *pro
 		env.Extensions = append(env.Extensions, commonjs.Extension{Name: name, Create: func(*commonjs.Context) any { return global }})
 	}
 
-	done := make(chan struct{})
 	var interruptOnce sync.Once
-	var timedOut bool
+	var timedOut atomic.Bool
 	interrupt := func(reason error) {
 		interruptOnce.Do(func() {
-			timedOut = errors.Is(reason, ErrScriptTimeout)
+			timedOut.Store(errors.Is(reason, ErrScriptTimeout))
 			env.Runtime.Interrupt(reason)
 		})
 	}
 	timer := time.AfterFunc(timeout, func() { interrupt(ErrScriptTimeout) })
 	defer timer.Stop()
+
+	// The scriptlet runs on its own goroutine so that Exec returns even if it is stuck in
+	// Go code, where an interrupt does not reach: it is then abandoned.
+	type outcome struct {
+		result any
+		err    error
+	}
+	done := make(chan outcome, 1)
 	go func() {
-		select {
-		case <-ctx.Done():
-			interrupt(ctx.Err())
-		case <-done:
+		defer func() {
+			if r := recover(); r != nil {
+				s.Log.Error(nil, "scriptlet panicked", "scriptlet", scriptlet, "panic", r, "stack", string(debug.Stack()))
+				done <- outcome{err: &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("internal error: %v", r)}}
+			}
+		}()
+		var result any
+		exports, err := env.Require(scriptlet, false, nil)
+		if err == nil && function != "" {
+			var value any
+			value, err = env.GetAndCall(exports, function, nil, arguments...)
+			if err == nil {
+				result = exportValue(value)
+			}
 		}
-	}()
-	defer close(done)
-	defer func() {
-		if r := recover(); r != nil {
-			result, err = nil, &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("internal error: %v", r)}
-			s.Log.Error(nil, "scriptlet panicked", "scriptlet", scriptlet, "panic", r, "stack", string(debug.Stack()))
-		}
+		done <- outcome{result: result, err: err}
 	}()
 
-	exports, err := env.Require(scriptlet, false, nil)
-	if err == nil && function != "" {
-		var value any
-		value, err = env.GetAndCall(exports, function, nil, arguments...)
-		if err == nil {
-			result = exportValue(value)
+	abandon := time.NewTimer(timeout + abandonGrace)
+	defer abandon.Stop()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		interrupt(ctx.Err())
+		select {
+		case o = <-done:
+		case <-time.After(abandonGrace):
+			s.Log.Error(nil, "scriptlet abandoned after cancellation", "scriptlet", scriptlet)
+			return nil, ctx.Err()
 		}
+	case <-abandon.C:
+		s.Log.Error(nil, "scriptlet abandoned: stuck outside JavaScript past its deadline", "scriptlet", scriptlet)
+		return nil, &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("did not finish within %s", timeout), Timeout: true}
 	}
-	if err != nil {
-		if timedOut {
+	if err := o.err; err != nil {
+		if timedOut.Load() {
 			return nil, &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("did not finish within %s", timeout), Timeout: true}
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		var script *ScriptError
+		if errors.As(err, &script) {
+			return nil, script
+		}
 		return nil, &ScriptError{Scriptlet: scriptlet, Message: scriptMessage(err)}
 	}
-	return result, nil
+	return o.result, nil
 }
 
 // exportValue turns goja values into plain Go values.
@@ -205,19 +234,41 @@ func (sandboxClout) CallAll(any) error {
 	return errors.New("clout.callAll is not available in Calaf scriptlets")
 }
 
-// sandboxUtil is the commonjs util API without goroutines and process-wide once-registries.
-type sandboxUtil struct {
-	*api.Util
+// NewCoercible, NewValidators, Coerce, Unwrap and Call walk their values in Go: they are
+// checked first.
+func (c *sandboxClout) NewCoercible(value goja.Value, site any, source any, target any) (js.Coercible, error) {
+	if err := checkValue(value); err != nil {
+		return nil, err
+	}
+	return c.CloutAPI.NewCoercible(value, site, source, target)
 }
 
-// Go is refused: a goroutine would escape the deadline and race the runtime.
-func (sandboxUtil) Go(any, any, any) error {
-	return errors.New("util.go is not available in Calaf scriptlets")
+func (c *sandboxClout) NewValidators(value goja.Value, site any, source any, target any) (js.Validators, error) {
+	if err := checkValue(value); err != nil {
+		return nil, err
+	}
+	return c.CloutAPI.NewValidators(value, site, source, target)
 }
 
-// Once is refused: it keeps state across runs in a process-wide registry.
-func (sandboxUtil) Once(any, any, any, any) error {
-	return errors.New("util.once is not available in Calaf scriptlets")
+func (c *sandboxClout) Coerce(value any) (any, error) {
+	if err := checkValue(value); err != nil {
+		return nil, err
+	}
+	return c.CloutAPI.Coerce(value)
+}
+
+func (c *sandboxClout) Unwrap(value any) (any, error) {
+	if err := checkValue(value); err != nil {
+		return nil, err
+	}
+	return c.CloutAPI.Unwrap(value), nil
+}
+
+func (c *sandboxClout) Call(scriptletName string, functionName string, arguments []any) (any, error) {
+	if err := checkValues(arguments...); err != nil {
+		return nil, err
+	}
+	return c.CloutAPI.Call(scriptletName, functionName, arguments)
 }
 
 // sandboxTranscribe formats values; Output, which writes files and stdout in Puccini, is a
@@ -229,6 +280,9 @@ func (sandboxTranscribe) Output(any, any, any) {}
 
 // Stringify renders a value as yaml, json, xml, or the other formats of go-transcribe.
 func (sandboxTranscribe) Stringify(value any, format string, indent string) (string, error) {
+	if err := checkValue(value); err != nil {
+		return "", err
+	}
 	return transcribe.NewTranscriber().SetFormat(format).SetIndent(indent).Stringify(value)
 }
 
@@ -250,6 +304,11 @@ func (c *sandboxConsole) write(level int, args ...any) {
 	defer c.lock.Unlock()
 	if c.lines++; c.lines > maxConsoleLines {
 		return
+	}
+	for i, arg := range args {
+		if checkValue(arg) != nil {
+			args[i] = "<" + errValueTooLarge.Error() + ">"
+		}
 	}
 	c.log.V(level).Info(strings.TrimSpace(fmt.Sprintln(args...)))
 }

@@ -296,6 +296,48 @@ func badCases() []badCase {
 			want:  []string{`properties["data"]["value"]: call to tosca.function.probe() failed because the call stack overflowed (runaway recursion?) at down`},
 		},
 		{
+			name:  "scriptlet deep-copies a cyclic value",
+			build: service(functionTemplate("let a = {}; a.self = a;\nexports.evaluate = function() { util.deepCopy(a); return 'copied'; };")),
+			want:  []string{"failed because value is cyclic, nested too deeply or too large"},
+		},
+		{
+			name:  "scriptlet formats a cyclic value",
+			build: service(functionTemplate("let a = {}; a.self = a;\nexports.evaluate = function() { return util.sprintf('%v', a); };")),
+			want:  []string{"failed because value is cyclic, nested too deeply or too large"},
+		},
+		{
+			name:  "scriptlet logs a cyclic value",
+			build: service(functionTemplate("let a = {}; a.self = a;\nexports.evaluate = function() { console.log(a); throw 'logged it'; };")),
+			want:  []string{"failed because logged it"},
+		},
+		{
+			name:  "scriptlet coerces a cyclic value",
+			build: service(functionTemplate("let a = {}; a.self = a;\nexports.evaluate = function() { return clout.coerce(clout.newCoercible(a)); };")),
+			want:  []string{"failed because value is cyclic, nested too deeply or too large"},
+		},
+		{
+			name:  "scriptlet locks a mutex twice",
+			build: service(functionTemplate("exports.evaluate = function() { let m = util.mutex(); m.lock(); m.lock(); return 'locked'; };")),
+			want:  []string{"failed because util.mutex is not available in Calaf scriptlets"},
+		},
+		{
+			name:  "scriptlet decodes a YAML alias bomb",
+			build: service(functionTemplate("exports.evaluate = function() {\n  let y = 'a0: &a0 [l,l,l,l,l,l,l,l,l,l]\\n';\n  for (let i = 1; i < 10; i++) { let r = '*a' + (i - 1); y += 'a' + i + ': &a' + i + ' [' + [r,r,r,r,r,r,r,r,r,r].join(',') + ']\\n'; }\n  return String(ard.decode(y, 'yaml', false));\n};")),
+			want:  []string{"failed because YAML aliases expand by more than 100000 nodes"},
+		},
+		{
+			name:  "regular expression that backtracks forever",
+			build: service(functionTemplate("exports.evaluate = function() { return String(/^(a|aa)+(?=b)c\\1$/.test('a'.repeat(64) + 'x')); };")),
+			want:  []string{"scriptlets did not finish within 2s"},
+		},
+		{
+			name: "renderer returns a cyclic object",
+			build: dirPackage(map[string]string{
+				"service.yaml": vendorType("exports.render = function (node, ctx) { let o = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }; o.data = o; return [o]; };"),
+			}),
+			want: []string{`node "thing": renderer vendor.render.thing: value nested more than 100 levels deep`},
+		},
+		{
 			name:  "scriptlet syntax error",
 			build: service(functionTemplate("exports.evaluate = function( { return 1; };")),
 			want:  []string{"SyntaxError"},
