@@ -44,6 +44,15 @@ type PodResult struct {
 	// Attributes the artifact set.
 	// +optional
 	Attributes map[string]apiextensionsv1.JSON `json:"attributes,omitempty"`
+	// Outputs the artifact set (TOSCA operation outputs).
+	// +optional
+	Outputs map[string]apiextensionsv1.JSON `json:"outputs,omitempty"`
+	// Log is the tail of what the artifact logged (bounded).
+	// +optional
+	Log string `json:"log,omitempty"`
+	// Stderr is the tail of the failing command's standard error.
+	// +optional
+	Stderr string `json:"stderr,omitempty"`
 	// DurationMillis of the run in the pod, transfer included.
 	// +optional
 	DurationMillis int64 `json:"durationMillis,omitempty"`

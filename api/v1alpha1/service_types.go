@@ -248,14 +248,22 @@ type NodeOperationStatus struct {
 	// Pods the operation succeeded in, for this fingerprint.
 	// +optional
 	Pods []string `json:"pods,omitempty"`
-	// Attempts of the current fingerprint.
+	// Attempts of the current fingerprint: the runs started with it.
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
+	// Failures in a row with the current fingerprint; the operation is retried, with
+	// backoff, while they do not exceed its artifact's retries.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
 	// Message of the last run: the error and the tail of its stderr when it failed.
 	// +optional
 	Message string `json:"message,omitempty"`
 	// +optional
 	LastRunTime *metav1.Time `json:"lastRunTime,omitempty"`
+	// Attributes the operation set (calaf.setAttribute); they are the node's TOSCA
+	// attributes too, ahead of those observed on its objects.
+	// +optional
+	Attributes map[string]apiextensionsv1.JSON `json:"attributes,omitempty"`
 }
 
 // PackageStatus describes the package a Service last fetched.
