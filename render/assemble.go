@@ -42,6 +42,7 @@ func assemble(raw any, opts Options) (*Result, error) {
 			Type:       asString(n["type"]),
 			Types:      asStrings(n["types"]),
 			Renderer:   asString(n["renderer"]),
+			Properties: asMap(n["properties"]),
 			Attributes: map[string]AttributeSource{},
 			Artifacts:  map[string]Artifact{},
 		}

@@ -290,6 +290,7 @@ exports.run = function (params) {
       type: view.type,
       types: view.types,
       renderer: renderer || '',
+      properties: view.properties,
       objects: result.objects,
       attributes: result.attributes,
       relationships: view.relationships.map(function (r) {

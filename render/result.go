@@ -40,6 +40,8 @@ type Node struct {
 	Type     string
 	Types    []string
 	Renderer string
+	// Properties are the node template's evaluated properties (operations see them).
+	Properties map[string]any
 	// Objects are the node's objects, in the order its renderer returned them.
 	Objects []*unstructured.Unstructured
 	// DependsOn names the nodes that must be healthy before this one is applied.
