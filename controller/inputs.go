@@ -35,6 +35,9 @@ func (r *redactor) add(value string) {
 
 // String returns text with every secret value replaced.
 func (r *redactor) String(text string) string {
+	if r == nil {
+		return text
+	}
 	for _, secret := range r.secrets {
 		text = strings.ReplaceAll(text, secret, "*****")
 	}
@@ -43,7 +46,7 @@ func (r *redactor) String(text string) string {
 
 // Value redacts the strings of a JSON-like value; ok is false when it changed anything.
 func (r *redactor) Value(value any) any {
-	if len(r.secrets) == 0 {
+	if r == nil || len(r.secrets) == 0 {
 		return value
 	}
 	data, err := json.Marshal(value)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,6 +96,10 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 		For(&v1alpha1.Service{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(source.Channel(r.triggers, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	if r.Orchestrator != nil {
+		// Pods that appear or become ready get the operations they missed.
+		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serviceOfPod), builder.WithPredicates(podReadiness{}))
+	}
 	for _, gvk := range watchedKinds {
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)

@@ -237,7 +237,9 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *Scope) error
 			r.ensureWatched(obj.GroupVersionKind())
 		}
 		r.observe(ctx, s, node, st, result.applied)
-		if st.Phase == v1alpha1.NodeReady && r.Orchestrator != nil && len(node.Operations) > 0 {
+		// Every ready node goes to the orchestrator: it runs the lifecycle operations due
+		// and the Day-2 Operations requested (and refuses those naming no operation).
+		if st.Phase == v1alpha1.NodeReady && r.Orchestrator != nil {
 			configured, err := r.Orchestrator.Run(ctx, s, node, st)
 			if err != nil {
 				st.Phase, st.Message = v1alpha1.NodeFailed, s.Redact.String(err.Error())
@@ -324,7 +326,11 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *Scope, node *render.
 		}
 	}
 	s.Live[node.Name] = live
-	if values := node.Observe(secretless(live)); len(values) > 0 {
+	values := node.Observe(secretless(live))
+	for name, value := range operationAttributes(st) {
+		values[name] = value
+	}
+	if len(values) > 0 {
 		s.Attributes[node.Name] = values
 		st.Attributes = toJSONMap(s.Redact, values)
 	}
@@ -452,7 +458,13 @@ func (r *ServiceReconciler) handleProgress(s *Scope) ctrl.Result {
 	setCondition(svc, v1alpha1.ConditionHealthy, metav1.ConditionFalse, reason, msg)
 	setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 	setCondition(svc, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonProgressing, msg)
-	removeCondition(svc, v1alpha1.ConditionStalled)
+	if reason == v1alpha1.ReasonOperationFailed {
+		// An operation that failed for good (its retries used up) runs again only when the
+		// package or the inputs change: the Service is stalled until then.
+		setCondition(svc, v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+	} else {
+		removeCondition(svc, v1alpha1.ConditionStalled)
+	}
 	after := r.ProgressInterval
 	if s.RequeueAfter > 0 && s.RequeueAfter < after {
 		after = s.RequeueAfter
