@@ -18,8 +18,9 @@ help: ## Show this help.
 
 ##@ Development
 .PHONY: build
-build: ## Build the calaf binary into bin/.
+build: ## Build calaf and calaf-runner (streamed into pods to run operations) into bin/.
 	CGO_ENABLED=0 go build -trimpath -o bin/calaf ./cmd/calaf
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/calaf-runner ./cmd/calaf-runner
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests.

@@ -13,12 +13,12 @@ import (
 func jsRequest(source string) *protocol.Request {
 	return &protocol.Request{
 		Version: protocol.Version, Kind: protocol.KindJavaScript, Operation: "Standard.configure",
-		Artifact: protocol.ArtifactInfo{Name: "configure", File: "Artifacts/smf/configure.js"},
-		Source:   source,
-		Inputs:   map[string]any{"dnn": "internet", "count": 3.0, "list": []any{"a", "b"}},
-		Node:     protocol.NodeInfo{Name: "smf", Type: "mini5gc.nodes.SMF", Properties: map[string]any{"replicas": 2.0}, Attributes: map[string]any{"cluster_ip": "10.0.0.1"}},
-		Pod:      protocol.PodInfo{Name: "core-smf-abc", Namespace: "ns", Container: "main"},
-		Service:  protocol.ServiceInfo{Name: "core", Namespace: "ns"},
+		Artifact:      protocol.ArtifactInfo{Name: "configure", File: "Artifacts/smf/configure.js"},
+		Source:        source,
+		Inputs:        map[string]any{"dnn": "internet", "count": 3.0, "list": []any{"a", "b"}},
+		Node:          protocol.NodeInfo{Name: "smf", Type: "mini5gc.nodes.SMF", Properties: map[string]any{"replicas": 2.0}, Attributes: map[string]any{"cluster_ip": "10.0.0.1"}},
+		Pod:           protocol.PodInfo{Name: "core-smf-abc", Namespace: "ns", Container: "main"},
+		Service:       protocol.ServiceInfo{Name: "core", Namespace: "ns"},
 		TimeoutMillis: 10000,
 	}
 }

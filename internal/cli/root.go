@@ -92,6 +92,7 @@ func NewRootCommand(streams Streams) *cobra.Command {
 		newListCommand(),
 		newDeleteCommand(),
 		newDiffCommand(),
+		newRunCommand(),
 		newOperatorCommand(),
 		newPackageCommand(),
 	)

@@ -23,14 +23,21 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
-// BuildCalaf builds the calaf binary into dir and returns its path.
+// BuildCalaf builds the calaf binary into dir and returns its path; calaf-runner (which
+// the operator streams into pods to run operations) is built next to it, where the
+// operator finds it.
 func BuildCalaf(dir string) (string, error) {
 	path := filepath.Join(dir, "calaf")
-	cmd := exec.Command("go", "build", "-o", path, "./cmd/calaf")
-	cmd.Dir = RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building calaf: %v\n%s", err, out)
+	for _, args := range [][]string{
+		{"-o", path, "./cmd/calaf"},
+		{"-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "calaf-runner"), "./cmd/calaf-runner"},
+	} {
+		cmd := exec.Command("go", append([]string{"build"}, args...)...)
+		cmd.Dir = RepoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building %s: %v\n%s", args[len(args)-1], err, out)
+		}
 	}
 	return path, nil
 }

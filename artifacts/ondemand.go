@@ -1,0 +1,358 @@
+package artifacts
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/artifacts/protocol"
+	"calaf.io/calaf/controller"
+	"calaf.io/calaf/render"
+)
+
+// On-demand (Day-2) operations: an Operation resource asks for one run of a named
+// operation of a node. The Operation reconciler accepts it (owner reference to the
+// Service, phase Pending) and asks for a reconcile of the Service; the Service's reconcile
+// runs it through Run once the node is ready, so that it sees the same package, inputs
+// and attributes as the lifecycle operations and its attributes flow into the same
+// status. It runs at most once: if the operator restarts while it runs, it is marked
+// Failed rather than run again.
+
+// requestSet is the Operations of one node of a Service.
+type requestSet struct {
+	pending   []*v1alpha1.Operation // oldest first
+	running   []*v1alpha1.Operation
+	completed []*v1alpha1.Operation
+}
+
+// requests lists the Operations of a node (from the cache).
+func (o *Orchestrator) requests(ctx context.Context, svc *v1alpha1.Service, node string) (*requestSet, error) {
+	list := &v1alpha1.OperationList{}
+	if err := o.Client.List(ctx, list, client.InNamespace(svc.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing Operations: %w", err)
+	}
+	set := &requestSet{}
+	for i := range list.Items {
+		op := &list.Items[i]
+		if op.Spec.ServiceName != svc.Name || op.Spec.Node != node || !ownedByService(op, svc) {
+			continue
+		}
+		switch op.Status.Phase {
+		case v1alpha1.OperationPending:
+			set.pending = append(set.pending, op)
+		case v1alpha1.OperationRunning:
+			set.running = append(set.running, op)
+		case v1alpha1.OperationSucceeded, v1alpha1.OperationFailed:
+			set.completed = append(set.completed, op)
+		}
+	}
+	sort.Slice(set.pending, func(i, j int) bool {
+		a, b := set.pending[i], set.pending[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	return set, nil
+}
+
+func ownedByService(op *v1alpha1.Operation, svc *v1alpha1.Service) bool {
+	for _, ref := range op.OwnerReferences {
+		if ref.UID == svc.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// recordOnDemand records the latest completed Operation of each of the node's operations
+// in the node's status (once: the entry remembers the Operation's name), so the
+// attributes it set become the node's attributes.
+func (o *Orchestrator) recordOnDemand(s *controller.Scope, node *render.Node, st *v1alpha1.NodeStatus, requests *requestSet) {
+	latest := map[string]*v1alpha1.Operation{}
+	for _, op := range requests.completed {
+		if op.Status.CompletionTime == nil {
+			continue
+		}
+		if prev, ok := latest[op.Spec.Operation]; !ok || prev.Status.CompletionTime.Before(op.Status.CompletionTime) {
+			latest[op.Spec.Operation] = op
+		}
+	}
+	changed := false
+	for _, name := range sortedKeys(latest) {
+		request := latest[name]
+		op, ok := findOperation(node, name)
+		if !ok {
+			continue
+		}
+		marker := "operation:" + request.Name
+		status := statusOf(st, onDemandName(op))
+		if status.Fingerprint == marker {
+			continue
+		}
+		entry := v1alpha1.NodeOperationStatus{
+			Name: status.Name, Phase: string(request.Status.Phase), Fingerprint: marker,
+			Message: request.Status.Message, LastRunTime: request.Status.CompletionTime.DeepCopy(),
+		}
+		for _, result := range request.Status.Results {
+			if !result.Succeeded {
+				continue
+			}
+			entry.Pods = append(entry.Pods, result.Pod)
+			for key, value := range result.Attributes {
+				if entry.Attributes == nil {
+					entry.Attributes = map[string]apiextensionsv1.JSON{}
+				}
+				entry.Attributes[key] = value
+			}
+		}
+		*status = entry
+		changed = true
+	}
+	if changed {
+		s.MergeOperationAttributes(node.Name, st)
+	}
+}
+
+// startOnDemand starts the oldest pending Operation of the node that can run.
+func (o *Orchestrator) startOnDemand(ctx context.Context, s *controller.Scope, node *render.Node, requests *requestSet, pods *podSet) {
+	for _, request := range requests.pending {
+		op, ok := findOperation(node, request.Spec.Operation)
+		if !ok {
+			continue // failRequests says why
+		}
+		p, err := plan(planContextOf(s, node), node, op)
+		if err != nil {
+			o.completeRequest(ctx, request, v1alpha1.OperationFailed, s.Redact.String(err.Error()), nil)
+			continue
+		}
+		if p.Waiting != "" {
+			o.updateRequest(ctx, request, v1alpha1.OperationPending, s.Redact.String(truncate("waiting for the operation's inputs: "+p.Waiting, 1024)))
+			return
+		}
+		inputs := map[string]any{}
+		for name, value := range p.Request.Inputs {
+			inputs[name] = value
+		}
+		for name, raw := range request.Spec.Inputs {
+			var value any
+			decoder := json.NewDecoder(bytes.NewReader(raw.Raw))
+			if err := decoder.Decode(&value); err != nil {
+				o.completeRequest(ctx, request, v1alpha1.OperationFailed, fmt.Sprintf("input %q is not valid JSON: %v", name, err), nil)
+				return
+			}
+			inputs[name] = value
+		}
+		p.Request.Inputs = inputs
+		var work []podWork
+		if pods != nil {
+			for _, pod := range pods.ready {
+				work = append(work, podWork{pod: pod.Name, ops: []int{0}, target: pod.DeepCopy()})
+				if p.Targets == TargetsOne {
+					break
+				}
+			}
+		}
+		if len(work) == 0 {
+			o.completeRequest(ctx, request, v1alpha1.OperationFailed, fmt.Sprintf("node %s has no ready pod to run %s in", node.Name, p.Name), nil)
+			continue
+		}
+		message := fmt.Sprintf("running %s in %d pods", p.Name, len(work))
+		if !o.updateRequest(ctx, request, v1alpha1.OperationRunning, message) {
+			return
+		}
+		j := &job{plans: []*planned{p}, work: work, message: "on-demand " + p.Name, operation: request.DeepCopy()}
+		o.mu.Lock()
+		o.jobs[nodeKey(s.Service, node.Name)] = j
+		o.mu.Unlock()
+		rc := runContextOf(s, node)
+		o.Log.Info("running an on-demand operation", "operation", request.Namespace+"/"+request.Name, "node", node.Name, "name", p.Name, "pods", len(work))
+		go func() {
+			o.execute(j, rc)
+			o.completeOnDemand(j, rc)
+			o.finish(j, rc)
+		}()
+		return
+	}
+}
+
+// completeOnDemand records the results of an on-demand job in its Operation.
+func (o *Orchestrator) completeOnDemand(j *job, rc runContext) {
+	results := make([]v1alpha1.PodResult, 0, len(j.results))
+	sort.Slice(j.results, func(a, b int) bool { return j.results[a].pod < j.results[b].pod })
+	var failures []runResult
+	for _, r := range j.results {
+		o.countRun(r)
+		pr := v1alpha1.PodResult{Pod: r.pod, Succeeded: !r.failed(), DurationMillis: r.duration.Milliseconds()}
+		if r.failed() {
+			failures = append(failures, r)
+			pr.Message = rc.redact.String(truncate(r.message(), 1024))
+		}
+		if r.result != nil {
+			pr.Attributes = jsonMap(rc.redact, r.result.Attributes)
+			pr.Outputs = jsonMap(rc.redact, r.result.Outputs)
+			if n := len(r.result.Logs); n > 0 {
+				pr.Log = rc.redact.String(protocol.Tail(strings.Join(r.result.Logs, "\n"), 2048))
+				if !r.failed() {
+					pr.Message = rc.redact.String(truncate(r.result.Logs[n-1], 256))
+				}
+			}
+			pr.Stderr = rc.redact.String(protocol.Tail(r.result.Stderr, 1024))
+		}
+		results = append(results, pr)
+	}
+	phase, message := v1alpha1.OperationSucceeded, successMessage(j.results)
+	if len(failures) > 0 {
+		phase, message = v1alpha1.OperationFailed, failureMessage(j.plans[0].Name, failures, len(j.results))
+	}
+	o.completeRequest(context.Background(), j.operation, phase, rc.redact.String(message), results)
+}
+
+func jsonMap(redact redactor, values map[string]any) map[string]apiextensionsv1.JSON {
+	if len(values) == 0 {
+		return nil
+	}
+	out := make(map[string]apiextensionsv1.JSON, len(values))
+	for name, value := range values {
+		out[name] = toJSON(redact.Value(value))
+	}
+	return out
+}
+
+// failRequests fails the node's Operations that cannot run: those naming an operation the
+// node does not have, and those that were running when the operator stopped (they are not
+// run again).
+func (o *Orchestrator) failRequests(ctx context.Context, s *controller.Scope, node *render.Node, requests *requestSet, _ *podSet) {
+	for _, request := range requests.pending {
+		if _, ok := findOperation(node, request.Spec.Operation); ok {
+			continue
+		}
+		var names []string
+		for _, op := range node.Operations {
+			names = append(names, op.QualifiedName())
+		}
+		msg := fmt.Sprintf("node %s has no operation %s", node.Name, request.Spec.Operation)
+		if len(names) > 0 {
+			msg += " (it has " + strings.Join(names, ", ") + ")"
+		}
+		o.completeRequest(ctx, request, v1alpha1.OperationFailed, msg, nil)
+	}
+	for _, request := range requests.running {
+		if o.known(request) {
+			continue
+		}
+		o.completeRequest(ctx, request, v1alpha1.OperationFailed,
+			"interrupted: the operator stopped while it ran; an on-demand operation is not run again (it may have run in part): create a new Operation", nil)
+	}
+}
+
+// known tells whether this process runs or ran an Operation.
+func (o *Orchestrator) known(request *v1alpha1.Operation) bool {
+	if _, ok := o.done.Get(string(request.UID)); ok {
+		return true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, j := range o.jobs {
+		if j.operation != nil && j.operation.UID == request.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// updateRequest moves an Operation to a non-final phase; it reports whether it did (a
+// conflict means someone else changed it: the next reconcile looks again).
+func (o *Orchestrator) updateRequest(ctx context.Context, request *v1alpha1.Operation, phase v1alpha1.OperationPhase, message string) bool {
+	if request.Status.Phase == phase && request.Status.Message == message {
+		return true
+	}
+	patch := client.MergeFromWithOptions(request.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	request.Status.Phase, request.Status.Message = phase, message
+	if phase == v1alpha1.OperationRunning && request.Status.StartTime == nil {
+		now := metav1.NewTime(o.now())
+		request.Status.StartTime = &now
+	}
+	setOperationCondition(request)
+	if err := o.Client.Status().Patch(ctx, request, patch); err != nil {
+		o.Log.V(1).Info("updating an Operation", "operation", request.Namespace+"/"+request.Name, "error", err.Error())
+		return false
+	}
+	return true
+}
+
+// completeRequest moves an Operation to its final phase, retrying on conflicts, and
+// records an Event.
+func (o *Orchestrator) completeRequest(ctx context.Context, request *v1alpha1.Operation, phase v1alpha1.OperationPhase, message string, results []v1alpha1.PodResult) {
+	o.done.Put(string(request.UID), true)
+	now := metav1.NewTime(o.now())
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		current := &v1alpha1.Operation{}
+		if err := o.Client.Get(ctx, client.ObjectKeyFromObject(request), current); err != nil {
+			return err
+		}
+		if current.UID != request.UID || current.Status.Phase == v1alpha1.OperationSucceeded || current.Status.Phase == v1alpha1.OperationFailed {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(current.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		current.Status.Phase, current.Status.Message, current.Status.Results = phase, message, results
+		current.Status.CompletionTime = &now
+		if current.Status.StartTime == nil {
+			current.Status.StartTime = &now
+		}
+		setOperationCondition(current)
+		return o.Client.Status().Patch(ctx, current, patch)
+	})
+	if err != nil {
+		o.Log.Error(err, "recording the result of an Operation", "operation", request.Namespace+"/"+request.Name)
+		return
+	}
+	eventType, reason := "Normal", "OperationSucceeded"
+	if phase == v1alpha1.OperationFailed {
+		eventType, reason = "Warning", "OperationFailed"
+	}
+	o.event(request, eventType, reason, message)
+}
+
+// setOperationCondition sets the Ready condition of an Operation from its phase.
+func setOperationCondition(op *v1alpha1.Operation) {
+	status, reason := metav1.ConditionFalse, string(op.Status.Phase)
+	if op.Status.Phase == v1alpha1.OperationSucceeded {
+		status = metav1.ConditionTrue
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: op.Status.Message, ObservedGeneration: op.Generation}
+	for i := range op.Status.Conditions {
+		if op.Status.Conditions[i].Type == cond.Type {
+			if op.Status.Conditions[i].Status == cond.Status {
+				cond.LastTransitionTime = op.Status.Conditions[i].LastTransitionTime
+			} else {
+				cond.LastTransitionTime = metav1.Now()
+			}
+			op.Status.Conditions[i] = cond
+			return
+		}
+	}
+	cond.LastTransitionTime = metav1.Now()
+	op.Status.Conditions = append(op.Status.Conditions, cond)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
