@@ -66,13 +66,13 @@ func dryRunApply(ctx context.Context, obj *unstructured.Unstructured) error {
 		client.DryRunAll, client.FieldOwner("calaf"), client.ForceOwnership)
 }
 
-// TestServerSideDryRun checks that the API server accepts every object every example
-// renders.
+// TestServerSideDryRun checks that the API server accepts every object every example (and
+// fixture) renders.
 func TestServerSideDryRun(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range exampleNames(t) {
-		t.Run(name, func(t *testing.T) {
-			result := renderExample(t, name, nil)
+	for _, dir := range packageDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			result := renderExample(t, dir, nil)
 			if len(result.Objects) == 0 {
 				t.Fatal("the example renders no objects")
 			}

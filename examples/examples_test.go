@@ -48,7 +48,16 @@ func exampleNames(t *testing.T) []string {
 	return names
 }
 
-// renderExample compiles an example with its default inputs and renders it for the golden
+// fixtures are test packages that are not examples: they cover what the examples leave out
+// (every node type of the profile, its less common properties).
+var fixtures = []string{"testdata/profile-types"}
+
+// packageDirs lists the examples and the fixtures.
+func packageDirs(t *testing.T) []string {
+	return append(exampleNames(t), fixtures...)
+}
+
+// renderExample compiles an example (or fixture) directory with its default inputs and renders it for the golden
 // Service, with live attribute values when attributes is not nil.
 func renderExample(t *testing.T, name string, attributes map[string]map[string]any) *render.Result {
 	t.Helper()
@@ -73,12 +82,13 @@ func renderExample(t *testing.T, name string, attributes map[string]map[string]a
 // files. The plan file also pins the outputs and operation inputs once live attributes
 // (from simulated cluster state read through each node's attribute mapping) are known.
 func TestGolden(t *testing.T) {
-	for _, name := range exampleNames(t) {
+	for _, dir := range packageDirs(t) {
+		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			result := renderExample(t, name, nil)
+			result := renderExample(t, dir, nil)
 			checkInvariants(t, result)
 			observed := observe(result)
-			again := renderExample(t, name, observed)
+			again := renderExample(t, dir, observed)
 
 			compareGolden(t, filepath.Join("testdata", name+".objects.yaml"), objectsYAML(t, result))
 			compareGolden(t, filepath.Join("testdata", name+".plan.yaml"), planYAML(t, result, observed, again))
@@ -154,11 +164,18 @@ func observe(result *render.Result) map[string]map[string]any {
 					_ = unstructured.SetNestedField(obj.Object, fmt.Sprintf("10.96.0.%d", 10+serviceIndex), "spec", "clusterIP")
 				}
 				ports, _, _ := unstructured.NestedSlice(obj.Object, "spec", "ports")
-				if kind, _, _ := unstructured.NestedString(obj.Object, "spec", "type"); kind == "NodePort" || kind == "LoadBalancer" {
+				kind, _, _ := unstructured.NestedString(obj.Object, "spec", "type")
+				if kind == "NodePort" || kind == "LoadBalancer" {
 					for i := range ports {
-						ports[i].(map[string]any)["nodePort"] = int64(30000 + 100*serviceIndex + i)
+						if _, set := ports[i].(map[string]any)["nodePort"]; !set {
+							ports[i].(map[string]any)["nodePort"] = int64(30000 + 100*serviceIndex + i)
+						}
 					}
 					_ = unstructured.SetNestedSlice(obj.Object, ports, "spec", "ports")
+				}
+				if kind == "LoadBalancer" {
+					ingress := []any{map[string]any{"ip": fmt.Sprintf("192.0.2.%d", serviceIndex)}}
+					_ = unstructured.SetNestedSlice(obj.Object, ingress, "status", "loadBalancer", "ingress")
 				}
 			case "Deployment", "StatefulSet":
 				_ = unstructured.SetNestedField(obj.Object, replicas, "status", "replicas")

@@ -370,6 +370,12 @@ func badCases() []badCase {
 			want: []string{`node "thing": ConfigMap "x" is in namespace "kube-system": objects must be in the Service's namespace "default"`},
 		},
 		{
+			name: "connects to a workload without a Service",
+			build: service(serviceYAML("", "", "db:\n  type: calaf.nodes.Deployment\n  properties:\n    image: busybox:1.36\n    expose: false\n    ports: [ { port: 5432 } ]\n"+
+				"app:\n  type: calaf.nodes.Deployment\n  properties:\n    image: busybox:1.36\n  requirements:\n  - connects_to: db\n")),
+			want: []string{`node "app": renderer calaf.render.deployment: "db" has no Service to connect to`},
+		},
+		{
 			name: "dependency cycle",
 			build: service(serviceYAML("", "", "a:\n  type: calaf.nodes.ConfigMap\n  requirements:\n  - dependency: b\n"+
 				"b:\n  type: calaf.nodes.ConfigMap\n  requirements:\n  - dependency: a\n")),

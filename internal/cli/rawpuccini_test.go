@@ -38,12 +38,13 @@ type rawChild struct {
 // calafOnly names the bad inputs that only concern Calaf's own stages (renderers, the
 // deployment plan, profile files read while rendering): raw Puccini never gets there.
 var calafOnly = map[string]bool{
-	"renderer returns garbage":             true,
-	"renderer returns a cyclic object":     true,
-	"renderer loops forever":               true,
-	"renderer object in another namespace": true,
-	"dependency cycle":                     true,
-	"ConfigMap file outside the package":   true,
+	"renderer returns garbage":                 true,
+	"renderer returns a cyclic object":         true,
+	"renderer loops forever":                   true,
+	"renderer object in another namespace":     true,
+	"dependency cycle":                         true,
+	"connects to a workload without a Service": true,
+	"ConfigMap file outside the package":       true,
 }
 
 // rawExpected is what raw Puccini v0.22.7 was seen to do with the bad inputs where it

@@ -34,14 +34,25 @@ exports.metadata = function (node, ctx, name) {
 };
 
 // endpointOf returns where a node is reachable in the cluster: the DNS name of its Service
-// and the port of its endpoint capability (or its first port).
+// and the port of its endpoint capability (or its first port; for a calaf.nodes.Service
+// without ports of its own, its workload's first port). A workload without a Service of its
+// own (no ports, or expose: false) cannot be reached this way.
 exports.endpointOf = function (target, ctx) {
+  let ports = target.properties.ports || [];
+  if (exports.isA(target, 'calaf.nodes.Service') && ports.length === 0) {
+    for (let r = 0; r < target.relationships.length; r++)
+      if (exports.isA(target.relationships[r], 'calaf.relationships.Exposes'))
+        ports = target.relationships[r].target.properties.ports || [];
+  }
+  if (exports.isA(target, 'calaf.nodes.Workload') && !exports.isA(target, 'calaf.nodes.StatefulSet') &&
+      (ports.length === 0 || !target.properties.expose))
+    throw util.sprintf('%q has no Service to connect to: give it ports and expose: true, or connect to a calaf.nodes.Service exposing it', target.name);
   let port;
   let capability = target.capabilities.endpoint;
   if (capability && capability.properties.port !== undefined && capability.properties.port !== null)
     port = capability.properties.port;
-  else if (target.properties.ports && target.properties.ports.length > 0)
-    port = target.properties.ports[0].port;
+  else if (ports.length > 0)
+    port = ports[0].port;
   let protocol = (capability && capability.properties.protocol) || 'tcp';
   let host = ctx.objectName(target.name) + '.' + ctx.service.namespace + '.svc';
   return { host: host, port: port, protocol: protocol };
