@@ -88,7 +88,7 @@ func Open(source string, limits Limits) (*Package, error) {
 	if hasArchiveExtension(source) {
 		return nil, Invalid(filepath.Base(source), "package is neither a zip (CSAR) nor a tar archive")
 	}
-	return openDirectory(filepath.Dir(source), filepath.Base(source), limits)
+	return openFile(filepath.Dir(source), filepath.Base(source), limits)
 }
 
 // hasArchiveExtension tells whether a file name promises an archive, so that a corrupt
@@ -187,6 +187,59 @@ func (p *Package) Rel(abs string) (string, bool) {
 		return "", false
 	}
 	return filepath.ToSlash(rel), true
+}
+
+// openFile opens a single service template as a package: its directory is the root, but
+// the package holds only the template and the files it references — imports (and theirs),
+// scriptlets, artifacts — not whatever else shares the directory (a home directory, /tmp).
+// Files that renderers read by a path in a property are read from the directory as well.
+func openFile(dir, entry string, limits Limits) (*Package, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	pkg := &Package{Root: root, limits: limits}
+	var files []File
+	var total int64
+	seen := map[string]bool{}
+	queue := []string{entry}
+	for len(queue) > 0 {
+		rel := queue[0]
+		queue = queue[1:]
+		if seen[rel] {
+			continue
+		}
+		seen[rel] = true
+		full := filepath.Join(root, filepath.FromSlash(rel))
+		info, err := os.Lstat(full)
+		if err != nil || !info.Mode().IsRegular() {
+			if rel == entry {
+				return nil, Invalid(entry, "cannot read package: not a regular file")
+			}
+			continue // the preflight reports a missing import or scriptlet
+		}
+		if len(files)+1 > limits.MaxFiles {
+			return nil, Invalid(rel, "package has more than %d files", limits.MaxFiles)
+		}
+		if info.Size() > limits.MaxFileBytes {
+			return nil, Invalid(rel, "file is %d bytes, more than the limit of %d", info.Size(), limits.MaxFileBytes)
+		}
+		if total += info.Size(); total > limits.MaxTotalBytes {
+			return nil, Invalid(rel, "package is larger than %d bytes", limits.MaxTotalBytes)
+		}
+		sum, err := hashFile(full)
+		if err != nil {
+			return nil, Invalid(rel, "cannot read package: %v", err)
+		}
+		files = append(files, File{Path: rel, Size: info.Size(), SHA256: sum})
+		if ext := path.Ext(rel); ext == ".yaml" || ext == ".yml" || rel == entry {
+			queue = append(queue, pkg.references(rel)...)
+		}
+	}
+	if err := pkg.finish(files, entry); err != nil {
+		return nil, err
+	}
+	return pkg, nil
 }
 
 func openDirectory(dir, entry string, limits Limits) (*Package, error) {

@@ -106,6 +106,43 @@ func (f *flight) visit(file string) {
 	}
 }
 
+// references lists the package-relative files that a YAML file of the package refers to:
+// its relative imports, scriptlet imports and artifact files. References that are URLs,
+// absolute or outside the package are left to the preflight to report.
+func (p *Package) references(file string) []string {
+	doc, err := p.readYAML(file)
+	if err != nil {
+		return nil
+	}
+	top := mappingOf(doc)
+	if top == nil {
+		return nil
+	}
+	var refs []string
+	add := func(ref string) {
+		if urlScheme.MatchString(ref) && !strings.HasPrefix(ref, "file:") {
+			return
+		}
+		if rel, err := p.resolvePath(file, ref); err == nil {
+			refs = append(refs, rel)
+		}
+	}
+	for _, target := range importTargets(mappingValue(top, "imports")) {
+		if !target.repository {
+			add(target.url)
+		}
+	}
+	walkMappings(doc, func(key, value *yaml.Node) {
+		if strings.HasPrefix(key.Value, scriptletImportPrefix) {
+			add(value.Value)
+		}
+	})
+	for _, artifact := range artifactFiles(top) {
+		add(artifact.Value)
+	}
+	return refs
+}
+
 // maxAliasNodes bounds how many nodes aliases may add to a document once expanded. TOSCA
 // templates rarely use aliases at all; a "billion laughs" document adds billions.
 const maxAliasNodes = 100_000

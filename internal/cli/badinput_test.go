@@ -189,6 +189,12 @@ func badCases() []badCase {
 			want: []string{"Files/passwd: links are not allowed in a package"},
 		},
 		{
+			name:  "single template in a cluttered directory works",
+			build: clutteredDirectory,
+			valid: true,
+			want:  []string{"valid: service.yaml", "1 node templates, 1 objects"},
+		},
+		{
 			name:  "invalid YAML",
 			build: service("tosca_definitions_version: tosca_simple_yaml_1_3\ntopology_template:\n  node_templates: [\n    web: {\n"),
 			want:  []string{"service.yaml", "invalid YAML"},
@@ -425,6 +431,26 @@ topology_template:
     thing:
       type: vendor.nodes.Thing
 `
+}
+
+// clutteredDirectory writes a valid template into a directory that holds what a home
+// directory or /tmp may: a file above the package limits, a symbolic link to a host file,
+// a subdirectory of unrelated files. Given as a single file, the template is its own package
+// with the files it references only.
+func clutteredDirectory(t *testing.T, dir string) []string {
+	writeFiles(t, dir, map[string]string{"service.yaml": serviceYAML("", "", ""), "notes/a.txt": "a", "notes/b.yaml": "not: [a, template"})
+	big, err := os.Create(filepath.Join(dir, "disk.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := big.Truncate(100 << 20); err != nil {
+		t.Fatal(err)
+	}
+	big.Close()
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")); err != nil {
+		t.Fatal(err)
+	}
+	return []string{filepath.Join(dir, "service.yaml")}
 }
 
 // osExec writes a package whose function tries to create a marker file through a command.
