@@ -54,6 +54,7 @@ type podWork struct {
 // runResult is the outcome of one operation in one pod.
 type runResult struct {
 	op, pod  string
+	key      string // the pod's key (podKey) when the run started
 	result   *protocol.Result
 	err      error
 	timing   Timing
@@ -175,6 +176,7 @@ func (o *Orchestrator) runOne(rc runContext, w podWork, p *planned) runResult {
 		r.err = fmt.Errorf("pod %s is gone", w.pod)
 		return r
 	}
+	r.key = podKey(w.target, p.Container)
 	container, err := containerOf(w.target, p.Container)
 	if err != nil {
 		r.err = err

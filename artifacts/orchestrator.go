@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -329,16 +330,14 @@ func (o *Orchestrator) assess(s *controller.Scope, st *v1alpha1.NodeStatus, plan
 		}
 	}
 	chosen := make([]bool, len(plans)) // a pod was chosen for a "one" operation
-	var ready []string
+	var ready []*corev1.Pod
 	if pods != nil {
-		for _, pod := range pods.ready {
-			ready = append(ready, pod.Name)
-		}
+		ready = pods.ready
 	}
 	for _, pod := range ready {
 		var due []int
 		for k, p := range plans {
-			done := contains(statuses[k].Pods, pod)
+			done := contains(statuses[k].Pods, podKey(pod, p.Container))
 			if p.Targets == TargetsOne {
 				done = done || len(statuses[k].Pods) > 0 || chosen[k]
 			}
@@ -357,7 +356,7 @@ func (o *Orchestrator) assess(s *controller.Scope, st *v1alpha1.NodeStatus, plan
 			due = append(due, k)
 		}
 		if len(due) > 0 {
-			a.work = append(a.work, podWork{pod: pod, ops: due})
+			a.work = append(a.work, podWork{pod: pod.Name, ops: due})
 		}
 	}
 	for k, p := range plans {
@@ -367,7 +366,7 @@ func (o *Orchestrator) assess(s *controller.Scope, st *v1alpha1.NodeStatus, plan
 			complete = len(status.Pods) > 0 || len(ready) == 0
 		} else {
 			for _, pod := range ready {
-				complete = complete && contains(status.Pods, pod)
+				complete = complete && contains(status.Pods, podKey(pod, p.Container))
 			}
 		}
 		switch {
@@ -405,12 +404,26 @@ func (o *Orchestrator) backoff(failures int32) time.Duration {
 
 func keepExisting(pods []string, existing map[string]bool) []string {
 	var kept []string
-	for _, pod := range pods {
-		if existing[pod] {
-			kept = append(kept, pod)
+	for _, key := range pods {
+		if existing[podOfKey(key)] {
+			kept = append(kept, key)
 		}
 	}
 	return kept
+}
+
+// withPod records that an operation succeeded in a pod (a key of podKey), replacing the
+// entry of an earlier start of its container.
+func withPod(pods []string, key string) []string {
+	var out []string
+	for _, k := range pods {
+		if podOfKey(k) != podOfKey(key) {
+			out = append(out, k)
+		}
+	}
+	out = append(out, key)
+	sort.Strings(out)
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -445,9 +458,7 @@ func (o *Orchestrator) recordLifecycle(s *controller.Scope, node *render.Node, s
 				failures = append(failures, r)
 				continue
 			}
-			if !contains(status.Pods, r.pod) {
-				status.Pods = append(status.Pods, r.pod)
-			}
+			status.Pods = withPod(status.Pods, r.key)
 			succeeded = append(succeeded, r.pod)
 			if len(r.result.Attributes) > 0 && status.Attributes == nil {
 				status.Attributes = map[string]apiextensionsv1.JSON{}
@@ -456,7 +467,6 @@ func (o *Orchestrator) recordLifecycle(s *controller.Scope, node *render.Node, s
 				status.Attributes[name] = toJSON(s.Redact.Value(value))
 			}
 		}
-		sort.Strings(status.Pods)
 		finished := metav1.NewTime(j.finishedAt)
 		status.LastRunTime = &finished
 		if len(failures) == 0 {

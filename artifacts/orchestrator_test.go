@@ -288,6 +288,21 @@ func TestLifecycleRunsOncePerPod(t *testing.T) {
 	}
 	expectCalls(t, w.exec.take())
 
+	// A container that restarts starts from its image again: it runs configure again.
+	pod := &corev1.Pod{}
+	if err := w.client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "smf-c"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.ContainerStatuses[0].RestartCount = 1
+	if err := w.client.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	w.run("rev1")
+	expectCalls(t, w.exec.take(), "Standard.configure@smf-c")
+	if configured, _, _ := w.run("rev1"); !configured || strings.Join(w.op("Standard.configure").Pods, ",") != "smf-b,smf-c#1" {
+		t.Fatalf("after a container restart: %+v", w.op("Standard.configure"))
+	}
+
 	// A new revision of the package runs it again everywhere.
 	w.run("rev2")
 	expectCalls(t, w.exec.take(), "Standard.configure@smf-b", "Standard.configure@smf-c")

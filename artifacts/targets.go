@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,6 +120,27 @@ func isReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// podKey names a pod in an operation's list of pods it succeeded in: the pod's name, and
+// "#<restarts>" once the operation's container restarted (a restarted container starts
+// from its image again, so its operations run again).
+func podKey(pod *corev1.Pod, container string) string {
+	if container == "" && len(pod.Spec.Containers) > 0 {
+		container = pod.Spec.Containers[0].Name
+	}
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.Name == container && status.RestartCount > 0 {
+			return fmt.Sprintf("%s#%d", pod.Name, status.RestartCount)
+		}
+	}
+	return pod.Name
+}
+
+// podOfKey returns the pod name of a key of podKey.
+func podOfKey(key string) string {
+	name, _, _ := strings.Cut(key, "#")
+	return name
 }
 
 // containerOf returns the container an operation runs in: the one named, or the pod's

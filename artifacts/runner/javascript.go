@@ -42,7 +42,7 @@ func (r *execution) runJavaScript(ctx context.Context) {
 		file = "artifact.js"
 	}
 	_, err := js.load(file, r.req.Source)
-	if err == nil {
+	if err == nil && ctx.Err() == nil {
 		return
 	}
 	var interrupted *goja.InterruptedError

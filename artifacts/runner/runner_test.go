@@ -105,6 +105,7 @@ func TestJavaScriptFailures(t *testing.T) {
 		{name: "endless loop", source: "while (true) {}", timeout: 300, kind: protocol.ErrorTimeout, contains: "timed out after 300ms", maxDuration: 3 * time.Second},
 		{name: "endless recursion", source: "function f() { return f() + 1; } f();", kind: protocol.ErrorException, contains: "RangeError"},
 		{name: "hanging command", source: "calaf.exec(['sh', '-c', 'sleep 30 & sleep 30']);\nwhile (true) {}", timeout: 300, kind: protocol.ErrorTimeout, contains: "timed out", maxDuration: 4 * time.Second},
+		{name: "command killed at the deadline", source: "calaf.exec(['sh', '-c', 'sleep 30 & sleep 30']);", timeout: 300, kind: protocol.ErrorTimeout, contains: "timed out", maxDuration: 4 * time.Second},
 		{name: "sleep past the deadline", source: "calaf.sleep(60000); while (true) {}", timeout: 200, kind: protocol.ErrorTimeout, contains: "timed out", maxDuration: 3 * time.Second},
 		{name: "missing dependency", source: "require('./nope');", kind: protocol.ErrorException, contains: "not among the operation's dependencies"},
 		{name: "unserializable attribute", source: "const o = {}; o.self = o; calaf.setAttribute('x', o);", kind: protocol.ErrorException, contains: "attribute \"x\""},
