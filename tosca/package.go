@@ -48,7 +48,8 @@ type Package struct {
 	Entry string
 	// Digest ("sha256:<hex>") identifies the content of every file and its path.
 	Digest string
-	// Files lists every regular file, sorted by path.
+	// Files lists every regular file, sorted by path (for a package opened from a single
+	// template: the template and the files it references).
 	Files []File
 	// Meta holds the keys of TOSCA-Metadata/TOSCA.meta, when the package has one.
 	Meta map[string]string
@@ -58,7 +59,7 @@ type Package struct {
 }
 
 // Open reads a package from a directory, a CSAR or other zip or tar(.gz) archive, or a
-// single YAML service template (whose directory is then the package). Archives are
+// single YAML service template (rooted at its directory, holding the files it references). Archives are
 // extracted into a new temporary directory that Close removes.
 func Open(source string, limits Limits) (*Package, error) {
 	info, err := os.Stat(source)
