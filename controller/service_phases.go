@@ -209,7 +209,7 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *Scope) error
 		}
 		if dep := firstUnhealthy(node.DependsOn, s.Healthy); dep != "" {
 			st.Phase, st.WaitingFor, st.Message = v1alpha1.NodePending, "node "+dep, "waiting for node "+dep+" to be ready"
-			r.observe(ctx, s, node, st, nil)
+			r.observe(ctx, s, node, st, nil, true)
 			statuses = append(statuses, *st)
 			continue
 		}
@@ -236,7 +236,7 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *Scope) error
 		for _, obj := range node.Objects {
 			r.ensureWatched(obj.GroupVersionKind())
 		}
-		r.observe(ctx, s, node, st, result.applied)
+		r.observe(ctx, s, node, st, result.applied, false)
 		// Every ready node goes to the orchestrator: it runs the lifecycle operations due
 		// and the Day-2 Operations requested (and refuses those naming no operation).
 		if st.Phase == v1alpha1.NodeReady && r.Orchestrator != nil {
@@ -291,11 +291,10 @@ func firstUnhealthy(names []string, healthy map[string]bool) string {
 
 // observe reads the node's live objects, computes their health with kstatus, and reads
 // the node's attributes from them.
-func (r *ServiceReconciler) observe(ctx context.Context, s *Scope, node *render.Node, st *v1alpha1.NodeStatus, applied map[string]*unstructured.Unstructured) {
+func (r *ServiceReconciler) observe(ctx context.Context, s *Scope, node *render.Node, st *v1alpha1.NodeStatus, applied map[string]*unstructured.Unstructured, pending bool) {
 	live := map[string]*unstructured.Unstructured{}
 	var waiting []string
 	failed := ""
-	missing := 0
 	for _, obj := range node.Objects {
 		ref := obj.GetKind() + "/" + obj.GetName()
 		current, err := r.getLive(ctx, obj)
@@ -303,7 +302,6 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *Scope, node *render.
 			current, err = fresh, nil
 		}
 		if err != nil || current == nil {
-			missing++
 			waiting = append(waiting, ref+" does not exist yet")
 			continue
 		}
@@ -334,8 +332,8 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *Scope, node *render.
 		s.Attributes[node.Name] = values
 		st.Attributes = toJSONMap(s.Redact, values)
 	}
-	if st.Phase == v1alpha1.NodePending && missing == len(node.Objects) && len(node.Objects) > 0 {
-		return // not applied yet: stays pending
+	if pending {
+		return // waits for its dependencies: what runs now is an earlier revision, or nothing
 	}
 	switch {
 	case failed != "":
