@@ -124,6 +124,11 @@ func (o *Orchestrator) Run(ctx context.Context, s *controller.Scope, node *rende
 		return false, err
 	}
 	o.recordOnDemand(s, node, st, requests)
+	if current != nil && current.lifecycle {
+		// Its operations stay Running until it ends and its results are recorded.
+		st.Message = current.message
+		return false, nil
+	}
 
 	plans, failedOp, planErr := o.planLifecycle(s, node)
 	if planErr != nil {
@@ -150,9 +155,6 @@ func (o *Orchestrator) Run(ctx context.Context, s *controller.Scope, node *rende
 	a := o.assess(s, st, plans, pods)
 
 	switch {
-	case current != nil && current.lifecycle:
-		st.Message = current.message
-		return false, nil
 	case current == nil && len(a.work) > 0:
 		o.startLifecycle(s, node, st, plans, a.work, pods)
 		return false, nil

@@ -595,3 +595,26 @@ func TestOperationRefused(t *testing.T) {
 func reconcileRequest(op *v1alpha1.Operation) ctrl.Request {
 	return ctrl.Request{NamespacedName: client.ObjectKeyFromObject(op)}
 }
+
+// Reconciles while a run is in progress start nothing and keep it Running.
+func TestRunWhileRunning(t *testing.T) {
+	w := newWorld(t, map[string]string{"Artifacts/configure.js": "x"}, lifecycleOp("configure", "configure", nil))
+	w.addPod("smf-a", "rs-uid")
+	release := make(chan struct{})
+	w.exec.fn = func(Target, *protocol.Request) (*protocol.Result, error) {
+		<-release
+		return &protocol.Result{}, nil
+	}
+	for i := 0; i < 3; i++ {
+		configured, err := w.orch.Run(context.Background(), w.scope("rev1"), w.node, &w.status)
+		if configured || err != nil || w.op("Standard.configure").Phase != PhaseRunning || w.status.Message != "running Standard.configure in pod smf-a" {
+			t.Fatalf("run %d while running: %v, %v, %+v", i, configured, err, w.status)
+		}
+	}
+	close(release)
+	w.waitIdle()
+	expectCalls(t, w.exec.take(), "Standard.configure@smf-a")
+	if configured, err, _ := w.run("rev1"); !configured || err != nil || w.op("Standard.configure").Attempts != 1 {
+		t.Fatalf("after: %v, %v, %+v", configured, err, w.op("Standard.configure"))
+	}
+}
