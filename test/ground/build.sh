@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
 # build.sh: builds (once) the Kubernetes and etcd binaries of the test ground from the Go
-# module proxy and caches them in $CALAF_CACHE/k8s-<version>/bin. A second run only checks
-# the stamp and returns in well under a second.
+# module proxy and caches them in $CALAF_CACHE/k8s-<version>/bin, and the test ground's
+# hostPath provisioner in $CALAF_CACHE/provisioner. A second run only checks the stamp and
+# the provisioner's key and returns in well under a second.
 #   build.sh            kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-#                       kubectl (one multi-call binary + symlinks) and etcd
+#                       kubectl (one multi-call binary + symlinks), etcd, provisioner
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+
+command -v go >/dev/null || die "go is not installed"
+
+# build_provisioner: test/ground/provisioner (part of the main module); older builds are
+# removed. Built with the module's default flags (not static, not trimmed), so that it shares
+# the compiled client-go packages with the go test runs of the main module.
+build_provisioner() {
+  local bin start=$SECONDS
+  bin=$(provisioner_bin)
+  [[ -x $bin ]] && return 0
+  log "building the hostPath provisioner"
+  mkdir -p "$(dirname "$bin")"
+  rm -f "$(dirname "$bin")"/provisioner-*
+  (cd "$REPO_DIR" && GOTOOLCHAIN=local go build -ldflags "-s -w" -o "$bin.new" ./test/ground/provisioner)
+  mv "$bin.new" "$bin"
+  log "provisioner ready after $((SECONDS - start)) s"
+}
+build_provisioner
 
 stamp_of() { cat "$GROUND_DIR/kube/go.mod" "$GROUND_DIR/kube/go.sum" "$GROUND_DIR/kube/main.go" \
   "$GROUND_DIR/etcd/go.mod" "$GROUND_DIR/etcd/go.sum" | sha256sum | cut -c1-16; }
@@ -15,7 +34,6 @@ if [[ -f $BIN_DIR/.stamp && $(cat "$BIN_DIR/.stamp") == "$want" ]]; then
   exit 0
 fi
 
-command -v go >/dev/null || die "go is not installed"
 mkdir -p "$BIN_DIR"
 export CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local
 build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)

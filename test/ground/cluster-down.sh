@@ -4,7 +4,8 @@
 # the CNI bridge and veths, the kubepods cgroups, kubelet's iptables chains, the fixed host
 # paths it created, the host sysctls it changed, and $CALAF_RUN. Then it checks that nothing
 # is left and exits non-zero listing what is. The component logs are kept in
-# $CALAF_CACHE/last-cluster-logs. Safe to run when no cluster is up.
+# $CALAF_CACHE/last-cluster-logs. The provisioner's volumes live in $CALAF_RUN and go with it.
+# Safe to run when no cluster is up.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -81,6 +82,7 @@ new_chains() {
 stop kubelet 15
 stop kube-scheduler
 stop kube-controller-manager
+stop provisioner
 
 # Pod containers: killed and deleted through containerd while it still runs.
 if [[ -f $PID_DIR/containerd.pid ]] && is_running "$(cat "$PID_DIR/containerd.pid")" containerd; then

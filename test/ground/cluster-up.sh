@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # cluster-up.sh: starts the one-node test cluster: containerd, etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubelet, all on loopback, all state under
-# $CALAF_RUN. Writes the admin kubeconfig to $KUBECONFIG_OUT and nowhere else; imports the
-# test images; returns when the node is Ready and the default ServiceAccount exists.
+# $CALAF_RUN, and the hostPath provisioner of the default StorageClass $STORAGE_CLASS
+# (volumes in $VOLUME_DIR). Writes the admin kubeconfig to $KUBECONFIG_OUT and nowhere else;
+# imports the test images; returns when the node is Ready and the default ServiceAccount exists.
 # On a failure it prints the tail of the failing component's log and stops everything again
 # (CALAF_KEEP_FAILED=1 keeps the broken cluster for inspection; cluster-down.sh removes it).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+COMPONENTS="containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet provisioner"
 
 t0=$(date +%s%N)
 [[ $EUID -eq 0 ]] || die "cluster-up must run as root (containerd, kubelet, mounts, cgroups)"
 
 # --- refuse a second cluster; clear the leftovers of a crashed one -----------------------
-for name in etcd kube-apiserver containerd kubelet kube-controller-manager kube-scheduler; do
+for name in $COMPONENTS; do
   pid_alive "$name" && die "a cluster is already up (kubeconfig: $KUBECONFIG_OUT); stop it with make cluster-down"
 done
 if [[ -e $CALAF_RUN ]]; then
@@ -242,7 +244,7 @@ kubectl() { command kubectl --kubeconfig "$CALAF_RUN/admin.kubeconfig" --request
 wait_for kube-apiserver 60 "kube-apiserver /readyz" \
   curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" https://127.0.0.1:6443/readyz
 
-log "starting kube-controller-manager, kube-scheduler and kubelet"
+log "starting kube-controller-manager, kube-scheduler, the provisioner and kubelet"
 start kube-controller-manager kube-controller-manager \
   --kubeconfig "$CALAF_RUN/controller-manager.kubeconfig" \
   --authentication-kubeconfig "$CALAF_RUN/controller-manager.kubeconfig" \
@@ -256,6 +258,11 @@ start kube-scheduler kube-scheduler --kubeconfig "$CALAF_RUN/scheduler.kubeconfi
   --authentication-kubeconfig "$CALAF_RUN/scheduler.kubeconfig" \
   --authorization-kubeconfig "$CALAF_RUN/scheduler.kubeconfig" \
   --bind-address 127.0.0.1 --secure-port 10259 --leader-elect=false --profiling=false
+
+# Storage: the hostPath provisioner; its StorageClass is created while the controller-manager
+# makes the default ServiceAccount (below).
+start provisioner "$(provisioner_bin)" -kubeconfig "$CALAF_RUN/admin.kubeconfig" -root "$VOLUME_DIR" \
+  -storage-class "$STORAGE_CLASS" -name "$PROVISIONER_NAME" -node "$NODE_NAME"
 
 # kubelet on cgroups v1 with the cgroupfs driver, swap allowed, eviction thresholds low enough
 # for a small disk, and image GC off so imported images stay.
@@ -294,9 +301,21 @@ node_ready() {
   [[ $(kubectl get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]
 }
 wait_for kubelet 60 "node $NODE_NAME Ready" node_ready
+# The provisioner's StorageClass, the cluster's default one.
+current=kube-apiserver
+kubectl create -f - >/dev/null <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: $STORAGE_CLASS
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: $PROVISIONER_NAME
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+EOF
 wait_for kube-controller-manager 60 "default ServiceAccount" kubectl -n default get serviceaccount default
 
-for name in containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+for name in $COMPONENTS; do
   current=$name
   pid_alive "$name" || die "$name exited during start-up"
 done

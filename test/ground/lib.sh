@@ -19,6 +19,9 @@ die() { log "error: $*"; exit 1; }
 # Node mode (cluster-up.sh / cluster-down.sh): fixed names, ports and address ranges.
 PAUSE_IMAGE=calaf.local/pause:1      # must equal containerd's sandbox_image
 BUSYBOX_IMAGE=calaf.local/busybox:1  # busybox-only workload image for end-to-end tests
+STORAGE_CLASS=calaf-local            # the default StorageClass; its claims get hostPath volumes
+PROVISIONER_NAME=ground.calaf.io/hostpath # its provisioner (test/ground/provisioner)
+VOLUME_DIR=$CALAF_RUN/volumes        # one directory per provisioned volume
 NODE_NAME=127.0.0.1                  # kubelet --hostname-override: the node's name and address
 CNI_NETWORK=calaf-ground             # CNI network name (prefix of its result files)
 CNI_BRIDGE=calaf0                    # the bridge the CNI plugin creates for pods
@@ -38,4 +41,16 @@ HOST_PATHS=(/var/lib/kubelet /var/log/containers /var/lib/cni /run/containerd /u
 pid_alive() {
   local f=$PID_DIR/$1.pid
   [[ -f $f ]] && grep -qs '^State:[[:space:]]*[^Z]' "/proc/$(cat "$f")/status"
+}
+
+# provisioner_bin: the path of the cached provisioner binary for the current sources (build.sh
+# builds it). Keyed by its sources, the Kubernetes module versions in go.mod and the Go version.
+provisioner_bin() {
+  local key
+  key=$({
+    for f in "$GROUND_DIR"/provisioner/*.go; do [[ $f == *_test.go ]] || cat "$f"; done
+    grep -E '^[[:space:]]*k8s\.io/' "$REPO_DIR/go.mod"
+    go env GOVERSION GOARCH
+  } | sha256sum | cut -c1-16)
+  echo "$CALAF_CACHE/provisioner/provisioner-$key"
 }
