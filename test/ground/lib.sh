@@ -19,6 +19,9 @@ die() { log "error: $*"; exit 1; }
 # Node mode (cluster-up.sh / cluster-down.sh): fixed names, ports and address ranges.
 PAUSE_IMAGE=calaf.local/pause:1      # must equal containerd's sandbox_image
 BUSYBOX_IMAGE=calaf.local/busybox:1  # busybox-only workload image for end-to-end tests
+# Further names of that image: the examples' default image input, as containerd normalizes it.
+BUSYBOX_ALIASES=(docker.io/library/busybox:1.36)
+OPERATOR_IMAGE=calaf.local/calaf:dev # built from a calaf binary by `images.sh operator BINARY`
 STORAGE_CLASS=calaf-local            # the default StorageClass; its claims get hostPath volumes
 PROVISIONER_NAME=ground.calaf.io/hostpath # its provisioner (test/ground/provisioner)
 VOLUME_DIR=$CALAF_RUN/volumes        # one directory per provisioned volume

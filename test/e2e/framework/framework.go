@@ -79,3 +79,8 @@ func (c *Cluster) Namespace(t testing.TB, prefix string) string {
 // BusyboxImage is the test ground's busybox-only workload image (imported into the node's
 // containerd by cluster-up; pods use it with imagePullPolicy Never).
 const BusyboxImage = "calaf.local/busybox:1"
+
+// ExamplesImage is the image Calaf's examples default to. The test ground imports its busybox
+// image under this name too (docker.io/library/busybox:1.36), so pods with imagePullPolicy
+// IfNotPresent run it without a registry.
+const ExamplesImage = "busybox:1.36"
