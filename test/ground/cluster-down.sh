@@ -179,7 +179,16 @@ if [[ -e $CALAF_RUN ]]; then rm -rf --one-file-system "$CALAF_RUN"; fi
 
 # --- verify ------------------------------------------------------------------------------------
 leftovers=()
+# This script's callers may name $CALAF_RUN in their arguments (with-cluster.sh CMD...): they
+# are no leftovers.
+callers=" "
+for ((pid = $$; pid > 1; )); do
+  callers+="$pid "
+  pid=$(awk '$1 == "PPid:" {print $2}' "/proc/$pid/status" 2>/dev/null) || break
+  [[ -n $pid ]] || break
+done
 for proc in /proc/[0-9]*; do
+  [[ $callers == *" ${proc#/proc/} "* ]] && continue
   cmd=$(tr '\0' ' ' 2>/dev/null <"$proc/cmdline") || continue
   if [[ $cmd == *"$CALAF_RUN"* || $cmd == *"$RUN_REAL"* ]] || grep -qs ':/kubepods' "$proc/cgroup"; then
     leftovers+=("process ${proc#/proc/}: ${cmd:0:120}")
