@@ -58,6 +58,9 @@ func InstallCRDs(ctx context.Context, c client.Client) error {
 		if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(&obj.Object); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
+		if obj.GetKind() != "CustomResourceDefinition" {
+			continue // kustomization.yaml
+		}
 		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("calaf-e2e"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s: %w", file, err)
 		}
