@@ -13,7 +13,7 @@ import (
 
 var (
 	report = flag.String("report", "", "write the \"Compile and render\" section of this Markdown file (make bench: docs/benchmarks.md)")
-	rounds = flag.Int("rounds", 5, "rounds of the interleaved raw Puccini / cold compile benchmarks; the median is reported")
+	rounds = flag.Int("rounds", 9, "rounds of the interleaved raw Puccini / cold compile benchmarks; the median is reported")
 )
 
 // Targets of the compile and render path.
