@@ -97,7 +97,7 @@ func (r *ServiceReconciler) reconcileCompile(ctx context.Context, s *Scope) erro
 	}
 	s.Inputs = inputs
 	key := tosca.CacheKey(s.Artifact.Package.Digest, inputs)
-	compiled, ok := r.Compiler.Cached(key)
+	compiled, ok := r.Compiler.Cached(key, s.Artifact.Package)
 	if !ok {
 		if compiled = r.loadState(ctx, s.Service, key, s.Artifact.Package, inputs); compiled != nil {
 			r.Compiler.Add(compiled)

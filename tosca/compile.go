@@ -82,8 +82,14 @@ func (c *Compiler) Add(compiled *Compiled) {
 }
 
 // Cached returns the compiled package for key, if cached.
-func (c *Compiler) Cached(key string) (*Compiled, bool) {
-	return c.cache.Get(key)
+// The result reads its files from pkg, a package of the same digest (the one first
+// compiled may have been closed since).
+func (c *Compiler) Cached(key string, pkg *Package) (*Compiled, bool) {
+	compiled, ok := c.cache.Get(key)
+	if !ok {
+		return nil, false
+	}
+	return compiled.withPackage(pkg), true
 }
 
 // Compile parses and compiles pkg with inputs. Every problem becomes a
