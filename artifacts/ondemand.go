@@ -127,6 +127,9 @@ func (o *Orchestrator) recordOnDemand(s *controller.Scope, node *render.Node, st
 // startOnDemand starts the oldest pending Operation of the node that can run.
 func (o *Orchestrator) startOnDemand(ctx context.Context, s *controller.Scope, node *render.Node, requests *requestSet, pods *podSet) {
 	for _, request := range requests.pending {
+		if o.known(request) {
+			continue // it ran: the cache does not show it yet
+		}
 		op, ok := findOperation(node, request.Spec.Operation)
 		if !ok {
 			continue // failRequests says why
@@ -234,7 +237,7 @@ func jsonMap(redact redactor, values map[string]any) map[string]apiextensionsv1.
 // run again).
 func (o *Orchestrator) failRequests(ctx context.Context, s *controller.Scope, node *render.Node, requests *requestSet, _ *podSet) {
 	for _, request := range requests.pending {
-		if _, ok := findOperation(node, request.Spec.Operation); ok {
+		if _, ok := findOperation(node, request.Spec.Operation); ok || o.known(request) {
 			continue
 		}
 		var names []string

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,6 +71,8 @@ type Orchestrator struct {
 	// done remembers the Operations whose run ended in this process (by UID), until the
 	// cache shows their final phase.
 	done *lru.Cache[bool]
+	// records keeps the operation statuses this process recorded, by node (see restore).
+	records *lru.Cache[[]v1alpha1.NodeOperationStatus]
 	now  func() time.Time
 }
 
@@ -88,6 +91,7 @@ func (o *Orchestrator) init() {
 	if o.jobs == nil {
 		o.jobs = map[string]*job{}
 		o.done = lru.New[bool](4096)
+		o.records = lru.New[[]v1alpha1.NodeOperationStatus](16384)
 	}
 	if o.now == nil {
 		o.now = time.Now
@@ -111,6 +115,8 @@ func (o *Orchestrator) init() {
 func (o *Orchestrator) Run(ctx context.Context, s *controller.Scope, node *render.Node, st *v1alpha1.NodeStatus) (bool, error) {
 	o.init()
 	key := nodeKey(s.Service, node.Name)
+	o.restore(s, node, st, key)
+	defer o.remember(st, key)
 	current := o.takeFinished(key)
 	if current != nil && current.finished {
 		if current.lifecycle {
@@ -174,6 +180,34 @@ func (o *Orchestrator) Run(ctx context.Context, s *controller.Scope, node *rende
 		return false, nil
 	}
 	return true, nil
+}
+
+// restore puts back the operation statuses this process recorded last for the node when
+// the Service it reconciles is older: read from the cache, it may not show the status
+// written a moment ago yet, and deciding on it would run an operation twice.
+func (o *Orchestrator) restore(s *controller.Scope, node *render.Node, st *v1alpha1.NodeStatus, key string) {
+	recorded, ok := o.records.Get(key)
+	if !ok || apiequality.Semantic.DeepEqual(recorded, st.Operations) {
+		return
+	}
+	st.Operations = copyOperations(recorded)
+	s.MergeOperationAttributes(node.Name, st)
+}
+
+// remember records the node's operation statuses as this reconcile leaves them.
+func (o *Orchestrator) remember(st *v1alpha1.NodeStatus, key string) {
+	o.records.Put(key, copyOperations(st.Operations))
+}
+
+func copyOperations(ops []v1alpha1.NodeOperationStatus) []v1alpha1.NodeOperationStatus {
+	if ops == nil {
+		return nil
+	}
+	out := make([]v1alpha1.NodeOperationStatus, len(ops))
+	for i := range ops {
+		ops[i].DeepCopyInto(&out[i])
+	}
+	return out
 }
 
 // nodeKey identifies a node of a Service across reconciles.

@@ -466,7 +466,7 @@ func TestFingerprint(t *testing.T) {
 func createOperation(t *testing.T, w *world, name, operation string, inputs map[string]any) *v1alpha1.Operation {
 	t.Helper()
 	op := &v1alpha1.Operation{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(w.clock)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), CreationTimestamp: metav1.NewTime(w.clock)},
 		Spec:       v1alpha1.OperationSpec{ServiceName: "core", Node: "smf", Operation: operation, Inputs: map[string]apiextensionsv1.JSON{}},
 	}
 	for k, v := range inputs {
@@ -616,5 +616,29 @@ func TestRunWhileRunning(t *testing.T) {
 	expectCalls(t, w.exec.take(), "Standard.configure@smf-a")
 	if configured, err, _ := w.run("rev1"); !configured || err != nil || w.op("Standard.configure").Attempts != 1 {
 		t.Fatalf("after: %v, %v, %+v", configured, err, w.op("Standard.configure"))
+	}
+}
+
+// A reconcile that reads a Service from a cache that does not show the last status yet
+// runs nothing again: the orchestrator's own record wins.
+func TestStaleStatusRunsNothingAgain(t *testing.T) {
+	w := newWorld(t, map[string]string{"Artifacts/configure.js": "x"}, lifecycleOp("configure", "configure", nil))
+	w.addPod("smf-a", "rs-uid")
+	stale := w.status.DeepCopy() // before anything ran
+	w.run("rev1")
+	running := w.status.DeepCopy()
+	if configured, _, _ := w.run("rev1"); !configured {
+		t.Fatal("not configured")
+	}
+	expectCalls(t, w.exec.take(), "Standard.configure@smf-a")
+	for _, old := range []*v1alpha1.NodeStatus{stale, running} {
+		w.status = *old.DeepCopy()
+		if configured, err, _ := w.run("rev1"); !configured || err != nil {
+			t.Fatalf("with a stale status: %v, %v", configured, err)
+		}
+		expectCalls(t, w.exec.take())
+		if op := w.op("Standard.configure"); op.Phase != PhaseSucceeded || len(op.Pods) != 1 {
+			t.Fatalf("restored: %+v", op)
+		}
 	}
 }
