@@ -27,6 +27,9 @@ topology_template:
       properties:
         data:
           version: REVISION
+  outputs:
+    storage_phase:
+      value: { get_attribute: [ storage, phase ] }
 `
 
 // A node whose dependency is not healthy waits (Pending, waiting for that node), is not
@@ -43,9 +46,14 @@ func TestDependentWaitsAndKeepsEarlierRevision(t *testing.T) {
 		g.Expect(node(svc, "storage").Phase).To(Equal(v1alpha1.NodeProgressing))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	g.Expect(getConfigMap(g, ns, "demo-settings").Data).To(HaveKeyWithValue("version", "one"))
+	// The output reads an attribute observed on the live claim, in the reconcile that
+	// observed it.
+	g.Eventually(func(g Gomega) {
+		g.Expect(string(getService(g, key).Status.Outputs["storage_phase"].Raw)).To(Equal(`"Pending"`))
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 
 	// Revision two makes settings depend on the storage, which never becomes healthy.
-	v2 := strings.Replace(waitingTemplate, "REVISION", "two", 1) + "      requirements:\n      - dependency: storage\n"
+	v2 := strings.Replace(strings.Replace(waitingTemplate, "REVISION", "two", 1), "          version: two\n", "          version: two\n      requirements:\n      - dependency: storage\n", 1)
 	newSource := upload(t, ns, "demo", map[string]string{"service.yaml": v2})
 	updateService(t, key, func(svc *v1alpha1.Service) { svc.Spec.Source = newSource })
 	g.Eventually(func(g Gomega) {

@@ -34,6 +34,9 @@ type Scope struct {
 	Result   *render.Result
 	// Attributes observed this reconcile, by node and name.
 	Attributes map[string]map[string]any
+	// renderedWith are the attributes the objects were rendered with (those in status at
+	// the start of the reconcile).
+	renderedWith map[string]map[string]any
 	// Live objects read this reconcile, by node, keyed "Kind/name".
 	Live map[string]map[string]*unstructured.Unstructured
 	// Healthy nodes: their objects are current (and their operations done).
@@ -155,7 +158,8 @@ func templateMetadata(compiled *tosca.Compiled) (string, string) {
 // reconcileRender renders the objects with the attributes observed last time (so the
 // render is cached while nothing changes).
 func (r *ServiceReconciler) reconcileRender(ctx context.Context, s *Scope) error {
-	result, err := r.Renderer.Render(ctx, s.Compiled, r.renderOptions(s, statusAttributes(s.Service)))
+	s.renderedWith = statusAttributes(s.Service)
+	result, err := r.Renderer.Render(ctx, s.Compiled, r.renderOptions(s, s.renderedWith))
 	if err != nil {
 		return r.invalid(s, v1alpha1.ConditionApplied, err)
 	}
@@ -368,7 +372,7 @@ func secretless(live map[string]*unstructured.Unstructured) map[string]*unstruct
 // reconcileOutputs re-evaluates the outputs with the attributes observed this time.
 func (r *ServiceReconciler) reconcileOutputs(ctx context.Context, s *Scope) error {
 	result := s.Result
-	if len(s.Attributes) > 0 && !sameAttributes(s.Attributes, statusAttributes(s.Service)) {
+	if len(s.Attributes) > 0 && !sameAttributes(s.Attributes, s.renderedWith) {
 		rendered, err := r.Renderer.Render(ctx, s.Compiled, r.renderOptions(s, s.Attributes))
 		if err == nil {
 			result = rendered
