@@ -27,6 +27,8 @@ const (
 	stateCloutKey      = "clout.json.gz"
 	stateKeyAnnotation = "calaf.io/compile-key"
 	stateLabel         = "calaf.io/state-of"
+	// stateAbsent records that a Service has no state Secret yet.
+	stateAbsent = "-"
 )
 
 func stateName(svc *v1alpha1.Service) string {
@@ -43,6 +45,9 @@ type stateKeys struct {
 func (r *ServiceReconciler) loadState(ctx context.Context, svc *v1alpha1.Service, key string, pkg *tosca.Package, inputs map[string]any) *tosca.Compiled {
 	var secret corev1.Secret
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: stateName(svc)}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.states.Store(string(svc.UID), stateAbsent)
+		}
 		return nil
 	}
 	if secret.Annotations[stateKeyAnnotation] != key {
@@ -75,7 +80,10 @@ func (r *ServiceReconciler) saveState(ctx context.Context, svc *v1alpha1.Service
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: stateName(svc), Namespace: svc.Namespace}}
 	var existing corev1.Secret
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: stateName(svc)}, &existing)
+	var err error = apierrors.NewNotFound(corev1.Resource("secrets"), stateName(svc))
+	if known, _ := r.states.Load(string(svc.UID)); known != stateAbsent {
+		err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: stateName(svc)}, &existing)
+	}
 	switch {
 	case err == nil && existing.Annotations[stateKeyAnnotation] == compiled.Key:
 		r.states.Store(string(svc.UID), compiled.Key)
@@ -96,7 +104,9 @@ func (r *ServiceReconciler) saveState(ctx context.Context, svc *v1alpha1.Service
 		return err
 	}
 	if secret.ResourceVersion == "" {
-		err = r.Create(ctx, secret)
+		if err = r.Create(ctx, secret); apierrors.IsAlreadyExists(err) {
+			r.states.Delete(string(svc.UID)) // someone made it meanwhile: read it next time
+		}
 	} else {
 		err = r.Update(ctx, secret)
 	}

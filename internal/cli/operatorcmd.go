@@ -21,6 +21,8 @@ func newOperatorCommand() *cobra.Command {
 	opts := operator.DefaultOptions()
 	withOrchestration(&opts, &runnerPath)
 	zapOptions := zap.Options{}
+	var qps float32
+	var burst int
 	var webhookTokenFile string
 	cmd := &cobra.Command{
 		Use:   "operator",
@@ -32,12 +34,15 @@ func newOperatorCommand() *cobra.Command {
 				return err
 			}
 			config.UserAgent = "calaf-operator"
+			config.QPS, config.Burst = qps, burst
 			opts.WebhookToken = webhookToken(webhookTokenFile)
 			return operator.Run(ctrl.SetupSignalHandler(), config, opts, zap.New(zap.UseFlagOptions(&zapOptions)))
 		},
 	}
 	cmd.Flags().StringVar(&kube.kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster config, $KUBECONFIG, ~/.kube/config)")
 	cmd.Flags().StringVar(&kube.context, "context", "", "kubeconfig context")
+	cmd.Flags().Float32Var(&qps, "kube-api-qps", 100, "requests per second to the API server, sustained")
+	cmd.Flags().IntVar(&burst, "kube-api-burst", 300, "requests to the API server in a burst")
 	cmd.Flags().StringVar(&opts.Namespace, "watch-namespace", "", "watch only this namespace (namespaced mode); default: all")
 	cmd.Flags().StringVar(&opts.MetricsAddress, "metrics-bind-address", opts.MetricsAddress, "address of the Prometheus metrics endpoint (0 disables it)")
 	cmd.Flags().StringVar(&opts.HealthAddress, "health-probe-bind-address", opts.HealthAddress, "address of the health and readiness probes")

@@ -81,8 +81,8 @@ func DefaultOptions() Options {
 		Concurrency:       4,
 		PackageCacheDir:   filepath.Join(os.TempDir(), "calaf-packages"),
 		PackageCacheBytes: 1 << 30,
-		CompileCacheSize:  256,
-		RenderCacheSize:   2048,
+		CompileCacheSize:  64,
+		RenderCacheSize:   512,
 		ScriptTimeout:     tosca.DefaultScriptTimeout,
 		ProgressInterval:  5 * time.Second,
 	}

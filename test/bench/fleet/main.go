@@ -11,6 +11,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -227,7 +229,8 @@ func operatorRun(ctx context.Context, c client.Client, calafBinary string, pkg *
 	op := &framework.Operator{
 		Binary:  calafBinary,
 		LogPath: filepath.Join(os.TempDir(), "calaf-fleet-operator.log"),
-		Args:    []string{"--kubeconfig=" + framework.KubeconfigPath(), "--concurrency=" + strconv.Itoa(workers), "--package-cache-dir=" + filepath.Join(dir, "packages"), "--zap-log-level=error"},
+		Args: []string{"--kubeconfig=" + framework.KubeconfigPath(), "--concurrency=" + strconv.Itoa(workers), "--package-cache-dir=" + filepath.Join(dir, "packages"),
+			"--zap-log-level=error", "--metrics-bind-address=127.0.0.1:18089"},
 	}
 	if err := op.Start(); err != nil {
 		return result{}, err
@@ -270,6 +273,7 @@ func operatorRun(ctx context.Context, c client.Client, calafBinary string, pkg *
 		if ready >= n {
 			duration := time.Since(start)
 			peak = max(peak, peakRSS(pid))
+			printRequests()
 			return result{name: fmt.Sprintf("calaf operator (concurrency %d)", workers), duration: duration, peakRSS: peak}, nil
 		}
 		time.Sleep(time.Second)
@@ -345,4 +349,19 @@ func verdict(ok bool) string {
 		return "**met**"
 	}
 	return "**missed**"
+}
+
+// printRequests prints the operator's API requests by verb, from its metrics.
+func printRequests() {
+	resp, err := http.Get("http://127.0.0.1:18089/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "rest_client_requests_total") || strings.HasPrefix(line, "calaf_cache_requests_total") || strings.HasPrefix(line, "controller_runtime_reconcile_total") {
+			fmt.Println("  ", line)
+		}
+	}
 }
