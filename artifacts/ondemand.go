@@ -141,6 +141,7 @@ func (o *Orchestrator) startOnDemand(ctx context.Context, s *controller.Scope, n
 		}
 		if p.Waiting != "" {
 			o.updateRequest(ctx, request, v1alpha1.OperationPending, s.Redact.String(truncate("waiting for the operation's inputs: "+p.Waiting, 1024)))
+			requeue(s, 5*time.Second)
 			return
 		}
 		inputs := map[string]any{}

@@ -20,8 +20,9 @@ import (
 
 // OperationReconciler accepts new Operations: it ties each to its Service (an owner
 // reference, so it goes with the Service, and the Service's label), checks that the
-// Service has the node, marks it Pending and asks for a reconcile of the Service, whose
-// orchestrator runs it. Operations that started are the orchestrator's.
+// Service has the node and marks it Pending; a Pending Operation makes it ask for a
+// reconcile of the Service, whose orchestrator runs it. Operations that started are the
+// orchestrator's.
 type OperationReconciler struct {
 	client.Client
 	// Notify asks for an immediate reconcile of a Service (ServiceReconciler.Trigger).
@@ -33,25 +34,35 @@ type OperationReconciler struct {
 func (r *OperationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Operation{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool { return isNew(e.Object) },
-			UpdateFunc: func(e event.UpdateEvent) bool { return isNew(e.ObjectNew) },
+			CreateFunc: func(e event.CreateEvent) bool { return waiting(e.Object) },
+			UpdateFunc: func(e event.UpdateEvent) bool { return waiting(e.ObjectNew) },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
 		Complete(r)
 }
 
-func isNew(obj client.Object) bool {
+// waiting tells whether an Operation is new or accepted and not started.
+func waiting(obj client.Object) bool {
 	op, ok := obj.(*v1alpha1.Operation)
-	return ok && op.Status.Phase == ""
+	return ok && (op.Status.Phase == "" || op.Status.Phase == v1alpha1.OperationPending)
 }
 
-// Reconcile accepts or refuses a new Operation.
+// Reconcile accepts or refuses a new Operation. Once the cache shows it accepted
+// (Pending), it asks for a reconcile of its Service, whose reconcile then lists it from
+// the same cache.
 func (r *OperationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	op := &v1alpha1.Operation{}
 	if err := r.Get(ctx, req.NamespacedName, op); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if op.Status.Phase != "" {
+	switch op.Status.Phase {
+	case "":
+	case v1alpha1.OperationPending:
+		if r.Notify != nil {
+			r.Notify(op.Namespace, op.Spec.ServiceName)
+		}
+		return ctrl.Result{}, nil
+	default:
 		return ctrl.Result{}, nil
 	}
 	svc := &v1alpha1.Service{}
@@ -93,9 +104,6 @@ func (r *OperationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	setOperationCondition(op)
 	if err := r.Status().Patch(ctx, op, statusPatch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.Notify != nil {
-		r.Notify(svc.Namespace, svc.Name)
 	}
 	return ctrl.Result{}, nil
 }

@@ -478,8 +478,10 @@ func createOperation(t *testing.T, w *world, name, operation string, inputs map[
 		t.Fatal(err)
 	}
 	r := &OperationReconciler{Client: w.client, Notify: w.orch.Notify}
-	if _, err := r.Reconcile(ctx, reconcileRequest(op)); err != nil {
-		t.Fatal(err)
+	for i := 0; i < 2; i++ { // accepts it, then (Pending) asks for a reconcile of the Service
+		if _, err := r.Reconcile(ctx, reconcileRequest(op)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return getOperation(t, w, name)
 }
@@ -507,7 +509,11 @@ func TestOnDemandOperation(t *testing.T) {
 	if op.Status.Phase != v1alpha1.OperationPending || len(op.OwnerReferences) != 1 || op.OwnerReferences[0].UID != "svc-uid" || op.Labels[render.LabelService] != "core" {
 		t.Fatalf("accepted: %+v", op)
 	}
-	<-w.notes
+	select {
+	case <-w.notes:
+	case <-time.After(5 * time.Second):
+		t.Fatal("accepting an Operation must ask for a reconcile of its Service")
+	}
 
 	if configured, err, _ := w.run("rev1"); !configured || err != nil {
 		t.Fatalf("an on-demand run leaves the node configured: %v, %v", configured, err)
