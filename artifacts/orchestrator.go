@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,7 +73,7 @@ type Orchestrator struct {
 	done *lru.Cache[bool]
 	// records keeps the operation statuses this process recorded, by node (see restore).
 	records *lru.Cache[[]v1alpha1.NodeOperationStatus]
-	now  func() time.Time
+	now     func() time.Time
 }
 
 // NewOrchestrator returns an orchestrator running requests with executor.
