@@ -196,6 +196,11 @@ func (o *Orchestrator) restore(s *controller.Scope, node *render.Node, st *v1alp
 
 // remember records the node's operation statuses as this reconcile leaves them.
 func (o *Orchestrator) remember(st *v1alpha1.NodeStatus, key string) {
+	if len(st.Operations) == 0 {
+		if _, ok := o.records.Get(key); !ok {
+			return // nodes without operations cost nothing
+		}
+	}
 	o.records.Put(key, copyOperations(st.Operations))
 }
 
