@@ -17,7 +17,7 @@ import (
 // Evaluate resolves the requirements of a compiled package into relationships and, with
 // coerce, replaces every value by its evaluated result. It returns a new Clout.
 func Evaluate(ctx contextpkg.Context, compiled *tosca.Compiled, timeout time.Duration, coerce bool) (*cloutpkg.Clout, error) {
-	clout, _, err := runDriver(ctx, compiled, nil, timeout, logr.Discard(), "evaluate", map[string]any{"coerce": coerce})
+	clout, _, err := runDriver(ctx, compiled, nil, timeout, logr.Discard(), nil, "evaluate", map[string]any{"coerce": coerce})
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +30,7 @@ func Evaluate(ctx contextpkg.Context, compiled *tosca.Compiled, timeout time.Dur
 // runDriver runs an export of the driver scriptlet on a copy of the compiled Clout (with
 // live attributes set) and returns the copy and the export's result. Problems reported by
 // scriptlets and script failures become an *tosca.InvalidError.
-func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[string]map[string]any, timeout time.Duration, log logr.Logger, function string, params map[string]any) (*cloutpkg.Clout, any, error) {
+func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[string]map[string]any, timeout time.Duration, log logr.Logger, programs *tosca.Programs, function string, params map[string]any) (*cloutpkg.Clout, any, error) {
 	pkg := compiled.Package
 	clout, err := compiled.Clout.Copy()
 	if err != nil {
@@ -43,7 +43,7 @@ func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[
 		return nil, nil, err
 	}
 	probs := problems.NewProblems(nil)
-	sandbox := &tosca.Sandbox{Timeout: timeout, Log: log, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}}}
+	sandbox := &tosca.Sandbox{Timeout: timeout, Log: log, Programs: programs, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}}}
 	result, execErr := sandbox.Exec(ctx, clout, probs, driverScriptlet, function, params)
 	diags := problemDiagnostics(pkg, probs)
 	if execErr != nil {

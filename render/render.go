@@ -45,12 +45,13 @@ type Renderer struct {
 	// OnRender, if set, is called after every render that was not a cache hit.
 	OnRender func(duration time.Duration, err error)
 
-	cache *lru.Cache[*Result]
+	cache    *lru.Cache[*Result]
+	programs *tosca.Programs
 }
 
 // NewRenderer returns a renderer that keeps up to cacheSize results.
 func NewRenderer(cacheSize int) *Renderer {
-	return &Renderer{cache: lru.New[*Result](cacheSize)}
+	return &Renderer{cache: lru.New[*Result](cacheSize), programs: tosca.NewPrograms()}
 }
 
 // Render resolves requirements, coerces values (evaluating functions), runs the renderer
@@ -89,7 +90,7 @@ func (r *Renderer) render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 		"root":      compiled.Package.Root + "/",
 		"render":    true,
 	}
-	_, raw, err := runDriver(ctx, compiled, opts.Attributes, opts.Timeout, r.Log, "run", params)
+	_, raw, err := runDriver(ctx, compiled, opts.Attributes, opts.Timeout, r.Log, r.programs, "run", params)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package tosca
 
 import (
 	contextpkg "context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -51,6 +53,40 @@ type Sandbox struct {
 	Globals map[string]any
 	// Log receives console output and scriptlet log messages.
 	Log logr.Logger
+	// Programs, when set, shares compiled scriptlets across runs.
+	Programs *Programs
+}
+
+// recyclePrograms is how many runs share one program cache before it is dropped, which
+// bounds it when many package versions come and go.
+const recyclePrograms = 10000
+
+// Programs caches compiled JavaScript across sandbox runs: a scriptlet is parsed and
+// compiled once per content, not at every run. Entries are keyed by the scriptlet's name
+// and a hash of its source, so two packages with different scriptlets of the same name
+// never share code. Safe for concurrent use.
+type Programs struct {
+	lock sync.Mutex
+	root *commonjs.Environment
+	uses int
+}
+
+// NewPrograms returns an empty program cache.
+func NewPrograms() *Programs {
+	return &Programs{}
+}
+
+// environment returns a fresh JavaScript environment sharing the cache's compiled programs.
+func (p *Programs) environment(urlContext *exturl.Context) *commonjs.Environment {
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	if p.root == nil || p.uses >= recyclePrograms {
+		p.root, p.uses = commonjs.NewEnvironment(urlContext), 0
+	}
+	p.uses++
+	env := p.root.NewChild()
+	env.URLContext = urlContext
+	return env
 }
 
 // ScriptError is a JavaScript failure inside the sandbox: an exception, a deadline, a
@@ -79,7 +115,12 @@ func (s *Sandbox) Exec(ctx contextpkg.Context, clout *cloutpkg.Clout, probs *pro
 	urlContext := exturl.NewContext()
 	defer urlContext.Release()
 
-	env := commonjs.NewEnvironment(urlContext)
+	var env *commonjs.Environment
+	if s.Programs != nil {
+		env = s.Programs.environment(urlContext)
+	} else {
+		env = commonjs.NewEnvironment(urlContext)
+	}
 	env.Runtime.SetMaxCallStackSize(maxCallStack)
 	env.Timeout = timeout
 	env.CreateResolver = func(_ exturl.URL, _ *commonjs.Context) commonjs.ResolveFunc {
@@ -88,7 +129,8 @@ func (s *Sandbox) Exec(ctx contextpkg.Context, clout *cloutpkg.Clout, probs *pro
 			if err != nil {
 				return nil, err
 			}
-			url := urlContext.NewInternalURL(id)
+			sum := sha256.Sum256([]byte(source))
+			url := urlContext.NewInternalURL(id + "@" + hex.EncodeToString(sum[:6]))
 			url.SetContent(source)
 			return url, nil
 		}
