@@ -69,6 +69,11 @@ test-unit: ## Unit and envtest integration tests (real kube-apiserver + etcd).
 bench: ## Compile/render benchmarks against raw Puccini, and package sources (git fetch, push to applied); writes docs/benchmarks.md.
 	go test -count=1 -timeout 30m -v -run '^TestReport$$' ./internal/benchmarks/ -args -report=$(CURDIR)/docs/benchmarks.md
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 -timeout 20m -v -run '^TestBenchSources$$' ./test/sources/ -args -report=$(CURDIR)/docs/benchmarks.md
+	$(MAKE) bench-orchestration
+
+.PHONY: bench-orchestration
+bench-orchestration: ## Operations in pods (runner transfer, warm runs) against a plain exec round trip, on the one-node cluster; writes docs/benchmarks.md.
+	$(GROUND)/with-cluster.sh go test -tags e2e -count=1 -timeout 20m -v -run '^TestOrchestrationBench$$' ./test/e2e/ -args -orchestration-report=$(CURDIR)/docs/benchmarks.md
 
 .PHONY: test-e2e
 test-e2e: ## Node-mode end-to-end tests on the one-node cluster (started and stopped here).
