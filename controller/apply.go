@@ -11,6 +11,8 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -185,8 +187,8 @@ func isStagedKind(obj *unstructured.Unstructured) bool {
 // getLive reads an object as it is in the cluster (from the cache for watched kinds);
 // nil when it does not exist.
 func (r *ServiceReconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(obj.GroupVersionKind())
+	gvk := obj.GroupVersionKind()
+	live := r.cachedObject(gvk)
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -194,7 +196,42 @@ func (r *ServiceReconciler) getLive(ctx context.Context, obj *unstructured.Unstr
 	if err != nil {
 		return nil, err
 	}
-	return live, nil
+	if u, ok := live.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// cachedObject returns an empty object to read a kind through the cache: typed for the
+// built-in kinds watched from the start (several times smaller in memory than the same
+// object as unstructured maps, which matters with thousands of them), unstructured for
+// any other kind.
+func (r *ServiceReconciler) cachedObject(gvk schema.GroupVersionKind) client.Object {
+	if isWatchedKind(gvk) {
+		if typed, err := r.Scheme().New(gvk); err == nil {
+			if obj, ok := typed.(client.Object); ok {
+				return obj
+			}
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+func isWatchedKind(gvk schema.GroupVersionKind) bool {
+	for _, kind := range watchedKinds {
+		if kind == gvk {
+			return true
+		}
+	}
+	return false
 }
 
 // managerFor returns the writer and the server-side apply manager acting for a Service:

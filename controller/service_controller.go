@@ -14,7 +14,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -101,9 +100,7 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serviceOfPod), builder.WithPredicates(podReadiness{}))
 	}
 	for _, gvk := range watchedKinds {
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(gvk)
-		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(serviceOf), builder.WithPredicates(ownedChanges{}))
+		b = b.Watches(r.cachedObject(gvk), handler.EnqueueRequestsFromMapFunc(serviceOf), builder.WithPredicates(ownedChanges{}))
 		r.watched.Store(gvk, true)
 	}
 	c, err := b.Build(r)
@@ -111,9 +108,7 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 		return err
 	}
 	r.addWatch = func(gvk schema.GroupVersionKind) error {
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(gvk)
-		return c.Watch(source.Kind(mgr.GetCache(), client.Object(obj), handler.EnqueueRequestsFromMapFunc(serviceOf), ownedChanges{}))
+		return c.Watch(source.Kind(mgr.GetCache(), r.cachedObject(gvk), handler.EnqueueRequestsFromMapFunc(serviceOf), ownedChanges{}))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -23,6 +24,7 @@ func newOperatorCommand() *cobra.Command {
 	zapOptions := zap.Options{}
 	var qps float32
 	var burst int
+	memoryLimit := resource.MustParse("0")
 	var webhookTokenFile string
 	cmd := &cobra.Command{
 		Use:   "operator",
@@ -35,6 +37,7 @@ func newOperatorCommand() *cobra.Command {
 			}
 			config.UserAgent = "calaf-operator"
 			config.QPS, config.Burst = qps, burst
+			operator.SetMemoryLimit(memoryLimit.Value())
 			opts.WebhookToken = webhookToken(webhookTokenFile)
 			return operator.Run(ctrl.SetupSignalHandler(), config, opts, zap.New(zap.UseFlagOptions(&zapOptions)))
 		},
@@ -45,6 +48,8 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 300, "requests to the API server in a burst")
 	cmd.Flags().StringVar(&opts.Namespace, "watch-namespace", "", "watch only this namespace (namespaced mode); default: all")
 	cmd.Flags().StringVar(&opts.MetricsAddress, "metrics-bind-address", opts.MetricsAddress, "address of the Prometheus metrics endpoint (0 disables it)")
+	cmd.Flags().Var(quantityFlag{&memoryLimit}, "memory-limit", "soft memory limit of the Go runtime, e.g. 160Mi (default: 90% of the container's limit, or $GOMEMLIMIT)")
+	cmd.Flags().BoolVar(&opts.Pprof, "enable-pprof", false, "serve net/http/pprof on the metrics endpoint")
 	cmd.Flags().StringVar(&opts.HealthAddress, "health-probe-bind-address", opts.HealthAddress, "address of the health and readiness probes")
 	cmd.Flags().BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader, for running several replicas")
 	cmd.Flags().StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease")
@@ -85,6 +90,20 @@ func webhookToken(file string) func() ([]byte, error) {
 		}
 		return token, nil
 	}
+}
+
+// quantityFlag is a resource quantity (e.g. 160Mi) as a command-line flag.
+type quantityFlag struct{ q *resource.Quantity }
+
+func (f quantityFlag) String() string { return f.q.String() }
+func (f quantityFlag) Type() string   { return "quantity" }
+func (f quantityFlag) Set(value string) error {
+	q, err := resource.ParseQuantity(value)
+	if err != nil {
+		return err
+	}
+	*f.q = q
+	return nil
 }
 
 // unifiedDiff returns a unified diff between two texts.

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -50,6 +53,8 @@ type Options struct {
 	RenderCacheSize         int
 	ScriptTimeout           time.Duration
 	ProgressInterval        time.Duration
+	// Pprof serves net/http/pprof on the metrics endpoint.
+	Pprof bool
 	// Orchestrator runs lifecycle operations; nil disables them.
 	Orchestrator func(mgr ctrl.Manager, metrics *controller.Metrics) (controller.Orchestrator, error)
 	// Extra registers more controllers (e.g. Day-2 operations) on the manager.
@@ -123,7 +128,7 @@ func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manage
 		Scheme:                        NewScheme(),
 		Cache:                         cacheOptions,
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Event{}}}},
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddress},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddress,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              "calaf-operator.calaf.io",
@@ -258,8 +263,36 @@ func trimForCache(obj any) (any, error) {
 			accessor.SetAnnotations(annotations)
 		}
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return u, nil
+	// The pod template is most of a workload; health (kstatus) and attributes read status,
+	// generation and replicas, and drift detection reads managed fields.
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		switch o.GroupVersionKind().GroupKind().String() {
+		case "Deployment.apps", "StatefulSet.apps", "DaemonSet.apps", "ReplicaSet.apps", "Job.batch":
+			unstructured.RemoveNestedField(o.Object, "spec", "template", "spec")
+		}
+	case *appsv1.Deployment:
+		o.Spec.Template.Spec = corev1.PodSpec{}
+	case *appsv1.StatefulSet:
+		o.Spec.Template.Spec = corev1.PodSpec{}
+	case *appsv1.DaemonSet:
+		o.Spec.Template.Spec = corev1.PodSpec{}
+	case *batchv1.Job:
+		o.Spec.Template.Spec = corev1.PodSpec{}
 	}
 	return obj, nil
+}
+
+// metricsOptions serves the Prometheus metrics, and pprof when asked.
+func metricsOptions(opts Options) metricsserver.Options {
+	options := metricsserver.Options{BindAddress: opts.MetricsAddress}
+	if opts.Pprof {
+		options.ExtraHandlers = map[string]http.Handler{
+			"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+			"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+			"/debug/pprof/heap":    pprof.Handler("heap"),
+			"/debug/pprof/allocs":  pprof.Handler("allocs"),
+		}
+	}
+	return options
 }
