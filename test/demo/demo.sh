@@ -15,8 +15,9 @@ cd "$REPO_DIR"
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
-step "building calaf"
+step "building calaf (and calaf-runner, which the operator streams into pods to run operations)"
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/calaf ./cmd/calaf
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/calaf-runner ./cmd/calaf-runner
 CALAF=$REPO_DIR/bin/calaf
 NAMESPACE=${DEMO_NAMESPACE:-calaf-demo}
 

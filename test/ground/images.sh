@@ -7,7 +7,8 @@
 #                      busybox image also gets the names in $BUSYBOX_ALIASES (busybox:1.36)
 #   images.sh operator BINARY
 #                      builds $OPERATOR_IMAGE from a static binary (the calaf CLI: entrypoint
-#                      /calaf, arguments "operator", user 65532, a writable /tmp), cached by
+#                      /calaf, arguments "operator", user 65532, a writable /tmp; with
+#                      calaf-runner from BINARY's directory as /calaf-runner), cached by
 #                      the binary's hash, and imports it into the running cluster, replacing
 #                      an older image of that name; prints the tarball's path
 set -euo pipefail
@@ -127,13 +128,18 @@ import_images() {
 # operator_image BINARY: builds $OPERATOR_IMAGE from BINARY (cached by the hash of the
 # binary and of how the image is made) and imports it into the running cluster.
 operator_image() {
-  local binary=$1 key tar work deps
+  local binary=$1 key tar work deps runner extra=()
   [[ -f $binary ]] || die "no such file: $binary"
   deps=$(ldd "$binary" 2>&1 || true)
   [[ $deps != *"=>"* ]] || die "$binary is linked dynamically; build it with CGO_ENABLED=0"
+  # calaf-runner next to the binary (make build) goes next to /calaf, where the operator
+  # finds it to run operations in pods (docs/orchestration.md).
+  runner=$(dirname "$binary")/calaf-runner
+  [[ -f $runner ]] && extra=(-add "$runner:/calaf-runner")
   require_cluster
   key=$({
     sha256sum <"$binary"
+    [[ -f $runner ]] && sha256sum <"$runner"
     cat "$GROUND_DIR/images.sh" "$GROUND_DIR"/imagebuild/*.go
     grep go-containerregistry "$REPO_DIR/go.mod"
     go env GOVERSION GOARCH
@@ -146,7 +152,7 @@ operator_image() {
     mkdir -p "$IMAGE_DIR"
     rm -f "$IMAGE_DIR"/calaf-*.tar
     "$work/imagebuild" -name "$OPERATOR_IMAGE" -o "$tar" \
-      -add "$binary:/calaf" -entrypoint /calaf -cmd operator -user 65532:65532 -dir /tmp:1777 \
+      -add "$binary:/calaf" "${extra[@]}" -entrypoint /calaf -cmd operator -user 65532:65532 -dir /tmp:1777 \
       -file $'/etc/passwd=root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/tmp:/sbin/nologin\n' \
       -file $'/etc/group=root:x:0:\nnonroot:x:65532:\n' >/dev/null
     rm -rf "$work"
