@@ -10,6 +10,7 @@ import (
 
 	"github.com/fluxcd/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -69,10 +70,22 @@ func desiredHash(obj *unstructured.Unstructured) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// CachedFieldsAnnotation holds, on objects in the operator's cache only, the hash of the
+// operator's managedFields entry, which the cache keeps instead of the entry itself.
+const CachedFieldsAnnotation = "calaf.io/cached-fields-hash"
+
 // liveHash identifies a live object by its UID and the operator's managedFields entry:
 // it changes when the object is recreated, or when anyone else takes over (edits) a field
 // the operator set; status updates and other managers' own fields leave it alone.
 func liveHash(obj *unstructured.Unstructured) string {
+	if hash, ok := obj.GetAnnotations()[CachedFieldsAnnotation]; ok {
+		return hash
+	}
+	return FieldsHash(obj)
+}
+
+// FieldsHash computes liveHash from an object's managed fields.
+func FieldsHash(obj metav1.Object) string {
 	h := sha256.New()
 	h.Write([]byte(obj.GetUID()))
 	found := false

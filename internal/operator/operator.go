@@ -86,7 +86,7 @@ func DefaultOptions() Options {
 		Concurrency:       4,
 		PackageCacheDir:   filepath.Join(os.TempDir(), "calaf-packages"),
 		PackageCacheBytes: 1 << 30,
-		CompileCacheSize:  64,
+		CompileCacheSize:  16,
 		RenderCacheSize:   512,
 		ScriptTimeout:     tosca.DefaultScriptTimeout,
 		ProgressInterval:  5 * time.Second,
@@ -241,28 +241,27 @@ func Run(ctx context.Context, config *rest.Config, opts Options, log logr.Logger
 	return mgr.Start(ctx)
 }
 
-// trimForCache keeps cached objects small: managed fields other than Calaf's own entry
-// (which drift detection reads) and the last-applied annotation are dropped.
+// trimForCache keeps cached objects small: managed fields are dropped, the hash of Calaf's
+// own entry (all drift detection needs) kept in an annotation of the cached copy, and so
+// is the last-applied annotation.
 func trimForCache(obj any) (any, error) {
 	accessor, ok := obj.(client.Object)
 	if !ok {
 		return obj, nil
 	}
-	if fields := accessor.GetManagedFields(); len(fields) > 0 {
-		kept := fields[:0]
-		for _, entry := range fields {
-			if entry.Manager == "calaf" && entry.Subresource == "" {
-				kept = append(kept, entry)
+	annotations := accessor.GetAnnotations()
+	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	delete(annotations, controller.CachedFieldsAnnotation)
+	if len(accessor.GetManagedFields()) > 0 {
+		if hash := controller.FieldsHash(accessor); hash != "" {
+			if annotations == nil {
+				annotations = map[string]string{}
 			}
+			annotations[controller.CachedFieldsAnnotation] = hash
 		}
-		accessor.SetManagedFields(kept)
+		accessor.SetManagedFields(nil)
 	}
-	if annotations := accessor.GetAnnotations(); annotations != nil {
-		if _, ok := annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok {
-			delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
-			accessor.SetAnnotations(annotations)
-		}
-	}
+	accessor.SetAnnotations(annotations)
 	// The pod template is most of a workload; health (kstatus) and attributes read status,
 	// generation and replicas, and drift detection reads managed fields.
 	switch o := obj.(type) {
