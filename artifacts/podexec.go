@@ -150,10 +150,15 @@ func (e *PodExecutor) install(ctx context.Context, target Target) error {
 	defer cancel()
 	script := fmt.Sprintf(`umask 077 && mkdir -p %[1]s && t=%[2]s.$$ && cat > "$t" && `+
 		`if command -v wc >/dev/null 2>&1; then [ "$(wc -c < "$t")" -eq %[3]d ] || { rm -f "$t"; echo "runner truncated" >&2; exit 98; }; fi && `+
-		`chmod 700 "$t" && mv -f "$t" %[2]s`, runnerDir, e.runnerPath(), len(e.Runner.Data))
+		`chmod 700 "$t" && mv -f "$t" %[2]s`, runnerDir, e.runnerPath(), e.Runner.Size)
+	binary, err := e.Runner.Open()
+	if err != nil {
+		return err
+	}
+	defer binary.Close()
 	var stderr limitedBuffer
 	stderr.limit = 16 << 10
-	code, err := e.exec(ctx, target, []string{"/bin/sh", "-c", script}, bytes.NewReader(e.Runner.Data), io.Discard, &stderr)
+	code, err := e.exec(ctx, target, []string{"/bin/sh", "-c", script}, binary, io.Discard, &stderr)
 	if err != nil {
 		return fmt.Errorf("installing the runner: %w", err)
 	}

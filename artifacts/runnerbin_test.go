@@ -1,6 +1,9 @@
 package artifacts
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,12 +13,29 @@ import (
 func TestLoadRunner(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "calaf-runner")
-	if err := os.WriteFile(bin, []byte("\x7fELF rest of a binary"), 0o755); err != nil {
+	content := []byte("\x7fELF rest of a binary")
+	if err := os.WriteFile(bin, content, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	r, err := LoadRunner(bin)
-	if err != nil || len(r.Hash) != 16 || r.Path != bin {
+	sum := sha256.Sum256(content)
+	if err != nil || r.Hash != hex.EncodeToString(sum[:8]) || r.Path != bin || r.Size != int64(len(content)) {
 		t.Fatalf("%+v, %v", r, err)
+	}
+	f, err := r.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, _ := io.ReadAll(f)
+	f.Close()
+	if string(streamed) != string(content) {
+		t.Errorf("Open streamed %q", streamed)
+	}
+	if err := os.WriteFile(bin, append(content, "longer"...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Open(); err == nil || !strings.Contains(err.Error(), "changed since") {
+		t.Errorf("a replaced runner: %v", err)
 	}
 	other, _ := os.Create(filepath.Join(dir, "script"))
 	other.WriteString("#!/bin/sh\n")

@@ -20,7 +20,7 @@ func withOrchestration(opts *operator.Options, runnerPath *string) {
 		if err != nil {
 			log.Error(err, "operations cannot run: nodes with operations will fail until the operator has a runner")
 		} else {
-			log.Info("runner loaded", "path", runner.Path, "hash", runner.Hash, "bytes", len(runner.Data))
+			log.Info("runner loaded", "path", runner.Path, "hash", runner.Hash, "bytes", runner.Size)
 		}
 		executor := artifacts.NewPodExecutor(mgr.GetConfig(), runner)
 		orchestrator = artifacts.NewOrchestrator(mgr.GetClient(), executor, mgr.GetEventRecorder("calaf-operator"), metrics, log)

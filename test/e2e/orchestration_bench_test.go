@@ -91,7 +91,7 @@ func TestOrchestrationBench(t *testing.T) {
 	shReq.Source = "echo \"dnn=$dnn\" > /tmp/bench.conf\necho \"registration=registered for $dnn\" >> \"$CALAF_ATTRIBUTES\"\n"
 
 	baseline := sample{name: "plain exec round trip (`echo`, as `kubectl exec`): the baseline"}
-	install := sample{name: fmt.Sprintf("runner transfer into a fresh container (%.1f MB over exec stdin)", float64(len(runner.Data))/1e6)}
+	install := sample{name: fmt.Sprintf("runner transfer into a fresh container (%.1f MB over exec stdin)", float64(runner.Size)/1e6)}
 	first := sample{name: "first operation in a fresh container (probe + transfer + run)"}
 	warmJS := sample{name: "operation, JavaScript (warm: runner in place)"}
 	inRunner := sample{name: "… of which inside the runner (work dir, goja, artifact, result)", note: "part"}
@@ -139,7 +139,7 @@ func TestOrchestrationBench(t *testing.T) {
 	for _, s := range samples {
 		t.Logf("%-70s median %8v  min %8v  max %8v", s.name, s.median().Round(100*time.Microsecond), s.min().Round(100*time.Microsecond), s.max().Round(100*time.Microsecond))
 	}
-	section := orchestrationMarkdown(samples, baseline, warmJS, install, len(runner.Data))
+	section := orchestrationMarkdown(samples, baseline, warmJS, install, int(runner.Size))
 	if err := writeReportSection(*orchestrationReport, orchestrationSection, section); err != nil {
 		t.Fatal(err)
 	}
