@@ -221,9 +221,18 @@ func (r *ServiceReconciler) recordTransition(before, svc *v1alpha1.Service) {
 }
 
 // requeueAfter returns the interval, with up to 10% jitter so Services spread out.
+// durationOr returns d, or def when d is not set (a Service stored without the CRD's
+// defaults, e.g. before they existed).
+func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return d.Duration
+}
+
 func requeueAfter(d time.Duration) time.Duration {
 	if d <= 0 {
-		d = 10 * time.Minute
+		d = v1alpha1.DefaultInterval
 	}
 	return d + time.Duration(rand.Int64N(int64(d)/10+1))
 }

@@ -16,7 +16,7 @@ func TestNoOpResyncWritesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	key := createService(t, ns, "demo", upload(t, ns, "demo", layeredPackage()), nil)
-	updateService(t, key, func(svc *v1alpha1.Service) { svc.Spec.Interval = metav1.Duration{Duration: time.Second} })
+	updateService(t, key, func(svc *v1alpha1.Service) { svc.Spec.Interval = &metav1.Duration{Duration: time.Second} })
 	waitReady(t, key)
 	// Let the first resyncs verify what was applied.
 	time.Sleep(3 * time.Second)

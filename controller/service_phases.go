@@ -441,7 +441,7 @@ func (r *ServiceReconciler) handleProgress(s *Scope) ctrl.Result {
 		setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
 		removeCondition(svc, v1alpha1.ConditionReconciling)
 		removeCondition(svc, v1alpha1.ConditionStalled)
-		return ctrl.Result{RequeueAfter: requeueAfter(svc.Spec.Interval.Duration)}
+		return ctrl.Result{RequeueAfter: requeueAfter(durationOr(svc.Spec.Interval, v1alpha1.DefaultInterval))}
 	}
 	first := nodeByName(svc, unready[0])
 	msg := fmt.Sprintf("%d of %d nodes not ready; %s: %s", len(unready), len(svc.Status.Nodes), first.Name, first.Message)
@@ -486,7 +486,7 @@ func failedOperation(node *v1alpha1.NodeStatus) bool {
 // timedOut tells whether the Service has been progressing for longer than its timeout.
 func timedOut(svc *v1alpha1.Service) bool {
 	reconciling := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReconciling)
-	timeout := svc.Spec.Timeout.Duration
+	timeout := durationOr(svc.Spec.Timeout, v1alpha1.DefaultTimeout)
 	if reconciling == nil || reconciling.Status != metav1.ConditionTrue || timeout <= 0 {
 		return false
 	}
@@ -516,7 +516,7 @@ func (r *ServiceReconciler) handleFailure(s *Scope, err error) (ctrl.Result, err
 		setCondition(svc, pe.condition, metav1.ConditionFalse, pe.reason, msg)
 	}
 	setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, pe.reason, msg)
-	retryAfter := svc.Spec.Interval.Duration
+	retryAfter := durationOr(svc.Spec.Interval, v1alpha1.DefaultInterval)
 	if svc.Spec.RetryInterval != nil {
 		retryAfter = svc.Spec.RetryInterval.Duration
 	}

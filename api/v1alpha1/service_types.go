@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -12,6 +14,11 @@ const (
 	ServiceFinalizer = "calaf.io/finalizer"
 	// ReconcileRequestAnnotation asks for an immediate reconcile when its value changes.
 	ReconcileRequestAnnotation = "calaf.io/reconcile-requested-at"
+
+	// DefaultInterval is the interval of a Service that sets none (the CRD's default).
+	DefaultInterval = 10 * time.Minute
+	// DefaultTimeout is the timeout of a Service that sets none (the CRD's default).
+	DefaultTimeout = 5 * time.Minute
 )
 
 // DeletionPolicy says what happens to a Service's objects when the Service is deleted.
@@ -44,7 +51,7 @@ type ServiceSpec struct {
 	// Interval between reconciles: the package is fetched again, drift is repaired.
 	// +kubebuilder:default="10m"
 	// +optional
-	Interval metav1.Duration `json:"interval,omitempty"`
+	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// RetryInterval is the wait after a failure; defaults to Interval.
 	// +optional
@@ -54,7 +61,7 @@ type ServiceSpec struct {
 	// reported as failed (it keeps trying).
 	// +kubebuilder:default="5m"
 	// +optional
-	Timeout metav1.Duration `json:"timeout,omitempty"`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// Suspend stops reconciling; nothing is applied, pruned or deleted while suspended.
 	// +optional

@@ -132,8 +132,8 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 	for key, value := range inputs {
 		svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: mustJSON(value)}
 	}
-	svc.Spec.Interval = metav1.Duration{Duration: flags.interval}
-	svc.Spec.Timeout = metav1.Duration{Duration: flags.timeout}
+	svc.Spec.Interval = &metav1.Duration{Duration: flags.interval}
+	svc.Spec.Timeout = &metav1.Duration{Duration: flags.timeout}
 	svc.Spec.DeletionPolicy = v1alpha1.DeletionPolicy(flags.deletionPolicy)
 	svc.Spec.ServiceAccountName = flags.serviceAccount
 	if exists {

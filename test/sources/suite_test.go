@@ -243,7 +243,7 @@ func gitSource(repo *gitserver.Repo, ref *v1alpha1.GitRef, secret string) v1alph
 func createService(t *testing.T, namespace, name string, src v1alpha1.Source, interval time.Duration) client.ObjectKey {
 	t.Helper()
 	svc := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: v1alpha1.ServiceSpec{Source: src}}
-	svc.Spec.Interval = metav1.Duration{Duration: interval}
+	svc.Spec.Interval = &metav1.Duration{Duration: interval}
 	NewWithT(t).Expect(env.client.Create(context.Background(), svc)).To(Succeed())
 	return client.ObjectKeyFromObject(svc)
 }
