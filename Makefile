@@ -65,11 +65,18 @@ test: ground-build ## Unit, API-server (envtest) and node-mode end-to-end tests.
 test-unit: ## Unit and envtest integration tests (real kube-apiserver + etcd).
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test $(GO_TEST_FLAGS) ./...
 
+FLEET_N ?= 1000
+
 .PHONY: bench
-bench: ## Compile/render benchmarks against raw Puccini, and package sources (git fetch, push to applied); writes docs/benchmarks.md.
+bench: ## Compile/render against raw Puccini, package sources, orchestration, 1,000 Services (about 30 min in all); writes docs/benchmarks.md.
 	go test -count=1 -timeout 30m -v -run '^TestReport$$' ./internal/benchmarks/ -args -report=$(CURDIR)/docs/benchmarks.md
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 -timeout 20m -v -run '^TestBenchSources$$' ./test/sources/ -args -report=$(CURDIR)/docs/benchmarks.md
 	$(MAKE) bench-orchestration
+	$(MAKE) bench-fleet
+
+.PHONY: bench-fleet
+bench-fleet: build ## 1,000 Services through the operator against a plain server-side apply loop, on the one-node cluster (about 12 min; FLEET_N=300 for a quicker run); writes docs/benchmarks.md.
+	$(GROUND)/with-cluster.sh go run ./test/bench/fleet -n $(FLEET_N) -calaf bin/calaf -report $(CURDIR)/docs/benchmarks.md
 
 .PHONY: bench-orchestration
 bench-orchestration: ## Operations in pods (runner transfer, warm runs) against a plain exec round trip, on the one-node cluster; writes docs/benchmarks.md.
