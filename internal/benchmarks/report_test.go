@@ -3,12 +3,13 @@ package benchmarks
 import (
 	"flag"
 	"fmt"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"calaf.io/calaf/internal/benchreport"
 )
 
 var (
@@ -66,7 +67,7 @@ func TestReport(t *testing.T) {
 		rows = append(rows, r)
 	}
 	section := markdown(rows)
-	if err := writeSection(*report, section); err != nil {
+	if err := benchreport.WriteSection(*report, sectionTitle, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *report, section)
@@ -113,7 +114,7 @@ func markdown(rows []row) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", sectionTitle)
 	fmt.Fprintf(&b, "Written by `make bench` (internal/benchmarks) on %s: %s, %s/%s, %d CPUs, GOMAXPROCS %d, %s; load average at the end %s.\n\n",
-		time.Now().UTC().Format("2006-01-02"), cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), loadAverage())
+		time.Now().UTC().Format("2006-01-02"), benchreport.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), benchreport.LoadAverage())
 	b.WriteString("- **raw Puccini**: Puccini v0.22.7 parses and compiles the example's entry template with a new parser and URL context each time — the baseline, no Calaf code (the Calaf profile's import URL is mapped to its embedded files once, beforehand).\n")
 	b.WriteString("- **cold compile**: what Calaf does with a package it has not seen: `tosca.Open` (walk, SHA-256 digest), then `Compiler.Compile` with a new Compiler (preflight of imports, scriptlets and artifacts; the same Puccini parse and compile; diagnostics).\n")
 	fmt.Fprintf(&b, "- Both run interleaved, %d rounds each of `testing.Benchmark`. The table shows the best round of each (ns/op; other processes on the machine only ever slow a round down), the ratio of the medians as well, and allocations per op.\n", *rounds)
@@ -129,63 +130,6 @@ func markdown(rows []row) string {
 		worstCached = max(worstCached, r.cached)
 	}
 	fmt.Fprintf(&b, "\nTargets: cold compile ≤ %.1f× raw Puccini — %s (worst %.2f×); cached render ≤ %v — %s (worst %v).\n",
-		maxColdRatio, verdict(worstRatio <= maxColdRatio), worstRatio, maxCached, verdict(worstCached <= maxCached), worstCached)
+		maxColdRatio, benchreport.Verdict(worstRatio <= maxColdRatio), worstRatio, maxCached, benchreport.Verdict(worstCached <= maxCached), worstCached)
 	return b.String()
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "**met**"
-	}
-	return "**missed**"
-}
-
-func cpuModel() string {
-	data, _ := os.ReadFile("/proc/cpuinfo")
-	for _, line := range strings.Split(string(data), "\n") {
-		if key, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(key) == "model name" {
-			return strings.TrimSpace(value)
-		}
-	}
-	return "unknown CPU"
-}
-
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	fields := strings.Fields(string(data))
-	if len(fields) < 3 {
-		return "unknown"
-	}
-	return strings.Join(fields[:3], " ")
-}
-
-// writeSection replaces the section in a Markdown file (from its title to the next "## "
-// heading), appends it when missing, or creates the file.
-func writeSection(path, section string) error {
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	text := string(data)
-	if text == "" {
-		text = "# Benchmarks\n\n"
-	}
-	start := strings.Index(text, sectionTitle+"\n")
-	if start < 0 {
-		text = strings.TrimRight(text, "\n") + "\n\n" + section
-	} else {
-		end := len(text)
-		if next := strings.Index(text[start+len(sectionTitle):], "\n## "); next >= 0 {
-			end = start + len(sectionTitle) + next + 1
-		}
-		rest := text[end:]
-		if rest != "" {
-			section += "\n"
-		}
-		text = text[:start] + section + rest
-	}
-	return os.WriteFile(path, []byte(text), 0o644)
 }

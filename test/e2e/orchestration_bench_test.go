@@ -6,7 +6,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -22,6 +21,7 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/artifacts"
 	"calaf.io/calaf/artifacts/protocol"
+	"calaf.io/calaf/internal/benchreport"
 	"calaf.io/calaf/test/e2e/framework"
 )
 
@@ -140,7 +140,7 @@ func TestOrchestrationBench(t *testing.T) {
 		t.Logf("%-70s median %8v  min %8v  max %8v", s.name, s.median().Round(100*time.Microsecond), s.min().Round(100*time.Microsecond), s.max().Round(100*time.Microsecond))
 	}
 	section := orchestrationMarkdown(samples, baseline, warmJS, install, int(runner.Size))
-	if err := writeReportSection(*orchestrationReport, orchestrationSection, section); err != nil {
+	if err := benchreport.WriteSection(*orchestrationReport, orchestrationSection, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *orchestrationReport, section)
@@ -210,14 +210,9 @@ func benchOnDemand(t *testing.T, ctx context.Context, ns string) sample {
 
 func orchestrationMarkdown(samples []sample, baseline, warm, install sample, runnerBytes int) string {
 	var b strings.Builder
-	load, _ := os.ReadFile("/proc/loadavg")
-	fields := strings.Fields(string(load))
-	if len(fields) > 3 {
-		fields = fields[:3]
-	}
 	fmt.Fprintf(&b, "%s\n\n", orchestrationSection)
 	fmt.Fprintf(&b, "Written by `make bench` (test/e2e, TestOrchestrationBench) on %s: the test ground's one-node cluster (kube-apiserver, kubelet, containerd 1.6, runc) on this machine, %s/%s, %d CPUs, %s; load average at the end %s.\n\n",
-		time.Now().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), strings.Join(fields, " "))
+		time.Now().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), benchreport.LoadAverage())
 	b.WriteString("One busybox pod (no JavaScript runtime in the image). Every round, in the same container: a plain exec round trip (the baseline, over the same WebSocket exec transport), then the runner removed and a new executor, so the first operation probes, streams the runner in and runs; then warm operations with the runner in place. " +
 		fmt.Sprintf("%d rounds; median, min and max. ", benchRounds) +
 		"The JavaScript operation writes a file and sets an attribute; the shell one does the same with /bin/sh. \"Inside the runner\" is the runner's own measure (from the request read to the result written, millisecond resolution); the rest of a warm run is the exec round trip and the runner process starting. The last row goes through the operator (5 rounds): an Operation resource created until its status says Succeeded.\n\n")
@@ -237,32 +232,4 @@ func orchestrationMarkdown(samples []sample, baseline, warm, install sample, run
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
-}
-
-// writeReportSection replaces (or appends) one "## " section of a Markdown file, leaving
-// the others alone.
-func writeReportSection(path, title, section string) error {
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	text := string(data)
-	if text == "" {
-		text = "# Benchmarks\n\n"
-	}
-	start := strings.Index(text, title+"\n")
-	if start < 0 {
-		text = strings.TrimRight(text, "\n") + "\n\n" + section
-	} else {
-		end := len(text)
-		if next := strings.Index(text[start+len(title):], "\n## "); next >= 0 {
-			end = start + len(title) + next + 1
-		}
-		rest := text[end:]
-		if rest != "" {
-			section += "\n"
-		}
-		text = text[:start] + section + rest
-	}
-	return os.WriteFile(path, []byte(text), 0o644)
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/benchreport"
 	"calaf.io/calaf/internal/gitserver"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
@@ -135,7 +135,7 @@ func TestBenchSources(t *testing.T) {
 		baseline: baseline, webhooks: webhooks, polls: polls, interval: interval,
 		n: n, allReady: allReady, nFetches: nFetches, nListings: nListings,
 	})
-	if err := writeSection(*report, section); err != nil {
+	if err := benchreport.WriteSection(*report, sourcesTitle, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *report, section)
@@ -225,7 +225,7 @@ func sourcesMarkdown(r benchResults) string {
 	fmt.Fprintf(&b, "%s\n\n", sourcesTitle)
 	fmt.Fprintf(&b, "Written by `make bench` (test/sources, TestBenchSources) on %s: %s, %s/%s, %d CPUs, %s; load average at the end %s. "+
 		"A real git server (Debian's git http-backend behind net/http/cgi, basic auth) and a real kube-apiserver (envtest) on loopback; the operator in-process.\n\n",
-		time.Now().UTC().Format("2006-01-02"), cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), loadAverage())
+		time.Now().UTC().Format("2006-01-02"), benchreport.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), benchreport.LoadAverage())
 	b.WriteString("| measure | Calaf | same-run baseline | ratio |\n|---|---:|---:|---:|\n")
 	fmt.Fprintf(&b, "| cold git fetch of a 22-commit repository (ls-remote, shallow fetch, package path extracted, stored, manifest checked) — best of %d, interleaved | %v | `git clone --depth 1 --single-branch`: %v | %.2f× |\n",
 		len(r.fetches), round(r.fetch), round(r.clone), float64(r.fetch)/float64(r.clone))
@@ -237,7 +237,7 @@ func sourcesMarkdown(r benchResults) string {
 		r.n, r.nFetches, r.n, float64(r.nFetches)/float64(r.n))
 	fmt.Fprintf(&b, "| the same %d Services: all Ready; ref listings (ls-remote) | %v; %d listings | — | — |\n", r.n, round(r.allReady), r.nListings)
 	fmt.Fprintf(&b, "\nTargets: cold fetch ≤ %.1f× `git clone --depth 1` — %s; push → applied through the webhook ≤ %v — %s; N Services → one fetch — %s.\n",
-		maxFetchRatio, verdict(float64(r.fetch)/float64(r.clone) <= maxFetchRatio), maxWebhookDelay, verdict(median(r.webhooks) <= maxWebhookDelay), verdict(r.nFetches == 1))
+		maxFetchRatio, benchreport.Verdict(float64(r.fetch)/float64(r.clone) <= maxFetchRatio), maxWebhookDelay, benchreport.Verdict(median(r.webhooks) <= maxWebhookDelay), benchreport.Verdict(r.nFetches == 1))
 	fmt.Fprintf(&b, "Polling latency is bounded by the interval (plus up to 10%% jitter) and the same apply work; use the webhook for seconds.\n")
 	return b.String()
 }
@@ -266,61 +266,4 @@ func median(ds []time.Duration) time.Duration {
 	sorted := append([]time.Duration(nil), ds...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 	return sorted[len(sorted)/2]
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "**met**"
-	}
-	return "**missed**"
-}
-
-func cpuModel() string {
-	data, _ := os.ReadFile("/proc/cpuinfo")
-	for _, line := range strings.Split(string(data), "\n") {
-		if key, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(key) == "model name" {
-			return strings.TrimSpace(value)
-		}
-	}
-	return "unknown CPU"
-}
-
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	fields := strings.Fields(string(data))
-	if len(fields) < 3 {
-		return "unknown"
-	}
-	return strings.Join(fields[:3], " ")
-}
-
-// writeSection replaces the "Sources" section of a Markdown file (from its title to the
-// next "## " heading), appends it when missing, or creates the file; other sections stay.
-func writeSection(path, section string) error {
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	text := string(data)
-	if text == "" {
-		text = "# Benchmarks\n\n"
-	}
-	start := strings.Index(text, sourcesTitle+"\n")
-	if start < 0 {
-		text = strings.TrimRight(text, "\n") + "\n\n" + section
-	} else {
-		end := len(text)
-		if next := strings.Index(text[start+len(sourcesTitle):], "\n## "); next >= 0 {
-			end = start + len(sourcesTitle) + next + 1
-		}
-		rest := text[end:]
-		if rest != "" {
-			section += "\n"
-		}
-		text = text[:start] + section + rest
-	}
-	return os.WriteFile(path, []byte(text), 0o644)
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/benchreport"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
@@ -348,15 +349,12 @@ func rss(bytes int64) string {
 	return fmt.Sprintf("peak RSS %.0f MiB", float64(bytes)/(1<<20))
 }
 
-const (
-	sectionStart = "<!-- fleet:start -->"
-	sectionEnd   = "<!-- fleet:end -->"
-)
+const sectionTitle = "## Operator at scale:"
 
 // writeReport replaces the fleet section of benchmarks.md.
 func writeReport(path string, n, workers int, sequential, concurrent result, operators []result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n## Operator at scale: %d Services\n\n", sectionStart, n)
+	fmt.Fprintf(&b, "%s %d Services\n\n", sectionTitle, n)
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "Written by `make bench` (test/bench/fleet, `make bench-fleet`) on %s: %s, %d CPUs, %s, on the test ground's one-node cluster (kube-apiserver, etcd, controller-manager, scheduler, kubelet, all on the same machine as the operator, with their default settings).\n\n",
 		time.Now().Format("2006-01-02"), host, runtime.NumCPU(), runtime.Version())
@@ -372,30 +370,16 @@ func writeReport(path string, n, workers int, sequential, concurrent result, ope
 	calaf := operators[0]
 	target := 255.0
 	fmt.Fprintf(&b, "\nTargets, for %s: ≤ 1.5× the baseline — %s (%.2f× the sequential loop, %.2f× %d concurrent workers); under 4 min 15 s — %s (%.0f s); under 175 MiB RSS — %s (%s). Flux publishes 4 min 15 s and 175 MiB for 1,000 such applications on a 16-core runner; this machine has %d cores.\n\n",
-		calaf.name, verdict(calaf.duration.Seconds()/sequential.duration.Seconds() <= 1.5), calaf.duration.Seconds()/sequential.duration.Seconds(),
+		calaf.name, benchreport.Verdict(calaf.duration.Seconds()/sequential.duration.Seconds() <= 1.5), calaf.duration.Seconds()/sequential.duration.Seconds(),
 		calaf.duration.Seconds()/concurrent.duration.Seconds(), workers,
-		verdict(calaf.duration.Seconds() < target), calaf.duration.Seconds(),
-		verdict(calaf.peakRSS > 0 && calaf.peakRSS < 175<<20), strings.TrimPrefix(rss(calaf.peakRSS), "peak RSS "), runtime.NumCPU())
+		benchreport.Verdict(calaf.duration.Seconds() < target), calaf.duration.Seconds(),
+		benchreport.Verdict(calaf.peakRSS > 0 && calaf.peakRSS < 175<<20), strings.TrimPrefix(rss(calaf.peakRSS), "peak RSS "), runtime.NumCPU())
 	fmt.Fprintf(&b, "Time to applied: the operator takes %.1f× the sequential loop and %.1f× %d concurrent workers. Per Service it does more than one request per object: it reads each object before applying it (fluxcd/pkg/ssa), applies in two dependency stages, records events and patches the status; the loop sends one apply request per object and nothing else.\n\n",
 		calaf.applied.Seconds()/sequential.applied.Seconds(), calaf.applied.Seconds()/concurrent.applied.Seconds(), workers)
 	b.WriteString("Reading it: time to Ready is the same for all runs because the cluster sets it: kube-controller-manager's Deployment and ReplicaSet controllers talk to the API server at their default 20 requests per second, and each Deployment costs them a few requests; the time to applied is what the appliers themselves cost. " +
 		"Peak RSS counts the operator binary's pages in memory (file-backed, shared and reclaimable) and the Go heap with its garbage; at its peak: " + rssSplits(operators) + ". " +
 		"`--memory-limit` is Go's soft limit (GOMEMLIMIT); deploy/manager derives it from the container's memory limit (90% of it). Under a limit the garbage collector runs more often instead of letting garbage pile up; the live heap after 1,000 Services is 45–55 MB (`CALAF_FLEET_HEAP_PROFILE=file` saves a heap profile at the end).\n")
-	b.WriteString(sectionEnd + "\n")
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	text := string(data)
-	if i, j := strings.Index(text, sectionStart), strings.Index(text, sectionEnd); i >= 0 && j > i {
-		text = text[:i] + b.String() + text[j+len(sectionEnd)+1:]
-	} else {
-		if text == "" {
-			text = "# Benchmarks\n"
-		}
-		text = strings.TrimRight(text, "\n") + "\n\n" + b.String()
-	}
-	return os.WriteFile(path, []byte(text), 0o644)
+	return benchreport.WriteSection(path, sectionTitle, b.String())
 }
 
 func rssSplits(operators []result) string {
@@ -404,13 +388,6 @@ func rssSplits(operators []result) string {
 		parts = append(parts, fmt.Sprintf("%s %s", r.rssSplit, strings.TrimPrefix(r.name, "calaf operator ")))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "**met**"
-	}
-	return "**missed**"
 }
 
 // printRequests prints the operator's API requests by verb, from its metrics.
