@@ -1,0 +1,170 @@
+// Package deploy_test checks the manifests in deploy/: every kustomization builds with
+// kubectl and a real kube-apiserver accepts all it contains.
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+var apiClient client.Client
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test-unit` (it builds kube-apiserver, etcd and kubectl and sets it)")
+		return 1
+	}
+	testEnv := &envtest.Environment{}
+	config, err := testEnv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		return 1
+	}
+	defer testEnv.Stop()
+	if apiClient, err = client.New(config, client.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// The overlays users apply build, and the API server accepts every object in them (CRDs
+// and namespaces created, the rest by server-side dry-run: schemas, RBAC references,
+// Deployment validation).
+func TestOverlaysAreAccepted(t *testing.T) {
+	for _, overlay := range []string{"default", "namespaced", "test-ground", webhookOverlay(t)} {
+		t.Run(filepath.Base(overlay), func(t *testing.T) {
+			g := NewWithT(t)
+			objects := kustomize(t, overlay)
+			g.Expect(kinds(objects)).To(ContainElements("CustomResourceDefinition", "Deployment", "ServiceAccount"))
+			slices.SortStableFunc(objects, func(a, b *unstructured.Unstructured) int { return order(a) - order(b) })
+			for _, obj := range objects {
+				opts := []client.PatchOption{client.FieldOwner("calaf-deploy-test"), client.ForceOwnership}
+				if order(obj) > 1 {
+					opts = append(opts, client.DryRunAll)
+				}
+				g.Expect(apiClient.Patch(context.Background(), obj, client.Apply, opts...)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+			}
+		})
+	}
+}
+
+// The webhook component turns the push webhook on with a token from a mounted Secret and
+// exposes it through a Service whose target port the container declares.
+func TestWebhookComponent(t *testing.T) {
+	g := NewWithT(t)
+	var deployment appsv1.Deployment
+	var service corev1.Service
+	for _, obj := range kustomize(t, webhookOverlay(t)) {
+		switch obj.GetKind() {
+		case "Deployment":
+			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &deployment)).To(Succeed())
+		case "Service":
+			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &service)).To(Succeed())
+		}
+	}
+	container := deployment.Spec.Template.Spec.Containers[0]
+	g.Expect(container.Args).To(ContainElements("--webhook-bind-address=:9292", "--webhook-token-file=/etc/calaf/webhook/token"))
+	g.Expect(container.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "webhook-token", MountPath: "/etc/calaf/webhook", ReadOnly: true}))
+	g.Expect(deployment.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", "calaf-webhook-token")))
+	g.Expect(container.Ports).To(ContainElement(corev1.ContainerPort{Name: "webhook", ContainerPort: 9292}))
+	g.Expect(service.Spec.Ports).To(HaveLen(1))
+	g.Expect(service.Spec.Ports[0].TargetPort.String()).To(Equal("webhook"))
+	g.Expect(service.Spec.Selector).To(Equal(deployment.Spec.Selector.MatchLabels))
+}
+
+// webhookOverlay writes an overlay of deploy/default with the webhook component, as the
+// component's comment tells users to.
+func webhookOverlay(t *testing.T) string {
+	t.Helper()
+	deploy, err := filepath.Abs(filepath.Join("..", "..", "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "with-webhook")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	relative := func(name string) string { // kustomize wants relative paths
+		rel, err := filepath.Rel(dir, filepath.Join(deploy, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rel
+	}
+	kustomization := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n- %s\n",
+		relative("default"), relative("webhook"))
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// kustomize builds an overlay (a directory of deploy/, or a path) with kubectl.
+func kustomize(t *testing.T, overlay string) []*unstructured.Unstructured {
+	t.Helper()
+	if !filepath.IsAbs(overlay) {
+		overlay = filepath.Join("..", "..", "deploy", overlay)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "kustomize", overlay)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl kustomize %s: %v: %s", overlay, err, stderr.String())
+	}
+	var objects []*unstructured.Unstructured
+	decoder := utilyaml.NewYAMLOrJSONDecoder(&stdout, 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		err := decoder.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objects
+		}
+		if err != nil {
+			t.Fatalf("decoding the output of kubectl kustomize %s: %v", overlay, err)
+		}
+		if len(obj.Object) > 0 {
+			objects = append(objects, obj)
+		}
+	}
+}
+
+// order puts the objects others need first: CRDs, then namespaces, then the rest.
+func order(obj *unstructured.Unstructured) int {
+	switch obj.GetKind() {
+	case "CustomResourceDefinition":
+		return 0
+	case "Namespace":
+		return 1
+	}
+	return 2
+}
+
+func kinds(objects []*unstructured.Unstructured) []string {
+	var out []string
+	for _, obj := range objects {
+		out = append(out, obj.GetKind())
+	}
+	return out
+}
