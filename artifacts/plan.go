@@ -16,8 +16,11 @@ import (
 )
 
 // Lifecycle is the order in which the TOSCA Standard operations Calaf runs on deploy.
-// (stop and delete are not run: Kubernetes stops the pods.)
 var Lifecycle = []string{"create", "configure", "start"}
+
+// Teardown is the order in which the TOSCA Standard operations Calaf runs before it
+// deletes a node's objects (a Service deleted with DeletionPolicy Delete).
+var Teardown = []string{"stop", "delete"}
 
 // Targets of an operation, from its artifact's "targets" property.
 const (
@@ -55,8 +58,13 @@ func isStandard(op render.Operation) bool {
 // lifecycleOperations returns the Standard create, configure and start operations of a
 // node, in that order.
 func lifecycleOperations(node *render.Node) []render.Operation {
+	return standardOperations(node, Lifecycle)
+}
+
+// standardOperations returns the node's Standard operations of the names, in their order.
+func standardOperations(node *render.Node, names []string) []render.Operation {
 	var ops []render.Operation
-	for _, name := range Lifecycle {
+	for _, name := range names {
 		for _, op := range node.Operations {
 			if op.Name == name && isStandard(op) {
 				ops = append(ops, op)

@@ -61,12 +61,23 @@ type ServiceReconciler struct {
 	triggers     chan event.GenericEvent
 	watched      sync.Map // schema.GroupVersionKind → true
 	impersonated sync.Map // "namespace/sa" → client.Client
+	// teardownWarned holds the Services (by UID) told that their teardown operations
+	// cannot run, so that they are told once.
+	teardownWarned sync.Map
 }
 
 // Orchestrator runs the lifecycle operations of a Service's nodes (see package artifacts).
 type Orchestrator interface {
 	// Run runs the operations a node is due, and reports whether the node is configured.
 	Run(ctx context.Context, s *Scope, node *render.Node, status *v1alpha1.NodeStatus) (configured bool, err error)
+}
+
+// Teardowner is an Orchestrator that also runs a node's teardown operations (TOSCA
+// Standard stop and delete) before its objects are deleted.
+type Teardowner interface {
+	// Teardown runs them, and reports done once the node's objects may be deleted; an
+	// error says an operation failed (the objects are deleted all the same).
+	Teardown(ctx context.Context, s *Scope, node *render.Node, status *v1alpha1.NodeStatus) (done bool, err error)
 }
 
 // watchedKinds are watched from the start; other kinds are watched once a Service

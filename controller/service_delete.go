@@ -45,6 +45,7 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 		}
 	}
 	r.fingerprints.forget(string(svc.UID) + "/")
+	r.teardownWarned.Delete(svc.UID)
 	patch := client.MergeFrom(svc.DeepCopy())
 	controllerutil.RemoveFinalizer(svc, v1alpha1.ServiceFinalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, svc, patch))
@@ -82,6 +83,9 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 	if len(batch) == 0 {
 		return true, nil
 	}
+	if done, err := r.teardown(ctx, svc, node, batch); !done || err != nil {
+		return false, err
+	}
 	var deleting []string
 	for _, obj := range batch {
 		if obj.GetDeletionTimestamp() == nil {
@@ -94,6 +98,77 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 	setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
 		fmt.Sprintf("deleting node %s: %v", node, deleting))
 	return false, nil
+}
+
+// teardown runs a node's teardown operations before its objects (live) are deleted, when
+// the orchestrator can; it reports done once the objects may go. A package that cannot be
+// fetched, compiled or rendered any more skips them, with one Warning event: nothing must
+// keep a deleted Service from going.
+func (r *ServiceReconciler) teardown(ctx context.Context, svc *v1alpha1.Service, nodeName string, live []*unstructured.Unstructured) (bool, error) {
+	orchestrator, ok := r.Orchestrator.(Teardowner)
+	if !ok {
+		return true, nil
+	}
+	var st *v1alpha1.NodeStatus
+	for i := range svc.Status.Nodes {
+		if svc.Status.Nodes[i].Name == nodeName {
+			st = &svc.Status.Nodes[i]
+		}
+	}
+	if _, warned := r.teardownWarned.Load(svc.UID); st == nil || warned {
+		return true, nil
+	}
+	s, err := r.teardownScope(ctx, svc)
+	if err != nil {
+		if _, warned := r.teardownWarned.LoadOrStore(svc.UID, true); !warned && r.Recorder != nil {
+			r.Recorder.Eventf(svc, nil, "Warning", "TeardownSkipped", "Teardown", "%s",
+				truncate("stop and delete operations are not run: "+err.Error(), 1024))
+		}
+		return true, nil
+	}
+	var node *render.Node
+	for _, n := range s.Result.Nodes {
+		if n.Name == nodeName {
+			node = n
+		}
+	}
+	if node == nil {
+		return true, nil
+	}
+	s.Live[nodeName] = map[string]*unstructured.Unstructured{}
+	for _, obj := range live {
+		s.Live[nodeName][obj.GetKind()+"/"+obj.GetName()] = obj
+	}
+	s.Attributes[nodeName] = s.renderedWith[nodeName]
+	done, err := orchestrator.Teardown(ctx, s, node, st)
+	if err != nil {
+		s.Log.Info("a teardown operation failed; deleting the node's objects all the same", "node", nodeName, "error", s.Redact.String(err.Error()))
+		return true, nil
+	}
+	if !done {
+		setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
+			fmt.Sprintf("node %s: %s", nodeName, truncate(st.Message, 512)))
+	}
+	return done, nil
+}
+
+// teardownScope fetches, compiles and renders the Service's package again (all cached
+// in the common case) for the plans of its teardown operations.
+func (r *ServiceReconciler) teardownScope(ctx context.Context, svc *v1alpha1.Service) (*Scope, error) {
+	s := &Scope{
+		Service:    svc,
+		Log:        ctrl.LoggerFrom(ctx),
+		Redact:     &redactor{},
+		Attributes: map[string]map[string]any{},
+		Live:       map[string]map[string]*unstructured.Unstructured{},
+		Healthy:    map[string]bool{},
+	}
+	for _, run := range []phase{r.reconcileSource, r.reconcileCompile, r.reconcileRender} {
+		if err := run(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // propagationFor deletes workloads in the foreground, so that a node counts as gone only
