@@ -327,7 +327,7 @@ func (o *Orchestrator) completeRequest(ctx context.Context, request *v1alpha1.Op
 	if phase == v1alpha1.OperationFailed {
 		eventType, reason = "Warning", "OperationFailed"
 	}
-	o.event(request, eventType, reason, message)
+	o.event(request, eventType, reason, "RunOperation", message)
 }
 
 // setOperationCondition sets the Ready condition of an Operation from its phase.

@@ -514,7 +514,7 @@ func (o *Orchestrator) recordLifecycle(s *controller.Scope, node *render.Node, s
 			status.Failures = 0
 			status.Phase = PhaseSucceeded
 			status.Message = s.Redact.String(successMessage(results))
-			o.event(s.Service, "Normal", "OperationSucceeded", status.Message+logTail(results))
+			o.event(s.Service, "Normal", "OperationSucceeded", node.Name+" "+p.Name, status.Message+logTail(results))
 			continue
 		}
 		status.Failures++
@@ -524,7 +524,7 @@ func (o *Orchestrator) recordLifecycle(s *controller.Scope, node *render.Node, s
 		} else {
 			status.Phase = PhasePending
 		}
-		o.event(s.Service, "Warning", "OperationFailed", status.Message)
+		o.event(s.Service, "Warning", "OperationFailed", node.Name+" "+p.Name, status.Message)
 	}
 	s.MergeOperationAttributes(node.Name, st)
 }
@@ -563,11 +563,15 @@ func logTail(results []runResult) string {
 	return ""
 }
 
-func (o *Orchestrator) event(obj runtime.Object, eventType, reason, message string) {
+// event records an Event about obj. The action tells what ran ("RunOperation", or for
+// a Service "node Interface.operation"): events/v1 folds an Event into an earlier one with
+// the same object, reason and action as a series and keeps the earlier note, so the runs
+// of different operations need actions of their own.
+func (o *Orchestrator) event(obj runtime.Object, eventType, reason, action, message string) {
 	if o.Recorder == nil {
 		return
 	}
-	o.Recorder.Eventf(obj, nil, eventType, reason, "RunOperation", "%s", truncate(message, 1024))
+	o.Recorder.Eventf(obj, nil, eventType, reason, truncate(action, 128), "%s", truncate(message, 1024))
 }
 
 func (o *Orchestrator) countRun(r runResult) {

@@ -38,7 +38,7 @@ func (o *Orchestrator) Teardown(ctx context.Context, s *controller.Scope, node *
 			st.Message = j.message
 			return false, nil
 		}
-		return true, o.recordTeardown(s, st, j)
+		return true, o.recordTeardown(s, node, st, j)
 	}
 	if done, failed := tornDown(st, ops); done {
 		return true, failed
@@ -52,7 +52,7 @@ func (o *Orchestrator) Teardown(ctx context.Context, s *controller.Scope, node *
 			err = fmt.Errorf("its inputs are not available: %s", p.Waiting)
 		}
 		if err != nil {
-			return true, o.failTeardown(s, st, op.QualifiedName(), s.Redact.String(err.Error()))
+			return true, o.failTeardown(s, node, st, op.QualifiedName(), s.Redact.String(err.Error()))
 		}
 		plans = append(plans, p)
 	}
@@ -113,7 +113,7 @@ func tornDown(st *v1alpha1.NodeStatus, ops []render.Operation) (bool, error) {
 
 // recordTeardown writes the results of a finished teardown job into the node's status and
 // records an Event per operation; it returns the first failure.
-func (o *Orchestrator) recordTeardown(s *controller.Scope, st *v1alpha1.NodeStatus, j *job) error {
+func (o *Orchestrator) recordTeardown(s *controller.Scope, node *render.Node, st *v1alpha1.NodeStatus, j *job) error {
 	byOp := map[string][]runResult{}
 	for _, r := range j.results {
 		byOp[r.op] = append(byOp[r.op], r)
@@ -135,13 +135,13 @@ func (o *Orchestrator) recordTeardown(s *controller.Scope, st *v1alpha1.NodeStat
 		case len(failures) == 0:
 			message := s.Redact.String(successMessage(results))
 			o.markTeardown(st, p.Name, PhaseSucceeded, message)
-			o.event(s.Service, "Normal", "OperationSucceeded", "teardown: "+message+logTail(results))
+			o.event(s.Service, "Normal", "OperationSucceeded", node.Name+" "+p.Name, "teardown: "+message+logTail(results))
 			continue
 		default:
 			o.markTeardown(st, p.Name, PhaseFailed, s.Redact.String(failureMessage(p.Name, failures, len(results))))
 		}
 		message := findStatus(st, p.Name).Message
-		o.event(s.Service, "Warning", "OperationFailed", "teardown: "+message)
+		o.event(s.Service, "Warning", "OperationFailed", node.Name+" "+p.Name, "teardown: "+message)
 		if first == nil {
 			first = fmt.Errorf("%s", message)
 		}
@@ -150,9 +150,9 @@ func (o *Orchestrator) recordTeardown(s *controller.Scope, st *v1alpha1.NodeStat
 }
 
 // failTeardown records an operation that could not be planned as failed.
-func (o *Orchestrator) failTeardown(s *controller.Scope, st *v1alpha1.NodeStatus, name, message string) error {
+func (o *Orchestrator) failTeardown(s *controller.Scope, node *render.Node, st *v1alpha1.NodeStatus, name, message string) error {
 	o.markTeardown(st, name, PhaseFailed, message)
-	o.event(s.Service, "Warning", "OperationFailed", "teardown: "+name+": "+message)
+	o.event(s.Service, "Warning", "OperationFailed", node.Name+" "+name, "teardown: "+name+": "+message)
 	return fmt.Errorf("%s: %s", name, message)
 }
 

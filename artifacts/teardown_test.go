@@ -2,8 +2,12 @@ package artifacts
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"calaf.io/calaf/artifacts/protocol"
 	"calaf.io/calaf/render"
@@ -27,12 +31,26 @@ func (w *world) teardown() (bool, error) {
 	return done, err
 }
 
+// eventLog records Events as "type reason action: note".
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *eventLog) Eventf(_ runtime.Object, _ runtime.Object, eventType, reason, action, note string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, fmt.Sprintf("%s %s %s: %s", eventType, reason, action, fmt.Sprintf(note, args...)))
+}
+
 // Stop runs in every ready pod, then delete in one; once they ran the node may go, and
 // asking again runs nothing (also when the Service read shows an older status).
 func TestTeardownRunsStopThenDeleteOnce(t *testing.T) {
 	w := teardownWorld(t)
 	w.addPod("smf-a", "rs-uid")
 	w.addPod("smf-b", "rs-uid")
+	events := &eventLog{}
+	w.orch.Recorder = events
 
 	done, err := w.teardown()
 	if done || err != nil {
@@ -58,6 +76,13 @@ func TestTeardownRunsStopThenDeleteOnce(t *testing.T) {
 		if op := w.op(name); op.Phase != PhaseSucceeded || op.Fingerprint != teardownFingerprint {
 			t.Errorf("%s: %+v", name, op)
 		}
+	}
+	// One Event per operation, each with an action of its own: events/v1 folds Events
+	// with the same object, reason and action into one series, keeping the first note.
+	if len(events.events) != 2 ||
+		!strings.HasPrefix(events.events[0], "Normal OperationSucceeded smf Standard.stop: teardown: Standard.stop succeeded in smf-a") ||
+		!strings.HasPrefix(events.events[1], "Normal OperationSucceeded smf Standard.delete: teardown: Standard.delete succeeded in smf-") {
+		t.Errorf("events: %q", events.events)
 	}
 	w.status = *stale
 	if done, err := w.teardown(); !done || err != nil {
