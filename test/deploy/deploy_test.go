@@ -168,3 +168,20 @@ func kinds(objects []*unstructured.Unstructured) []string {
 	}
 	return out
 }
+
+// On the test ground the operator uses the host network, so its ports are the node's: it
+// must be replaced with Recreate, or a restart (make demo does one) never finishes.
+func TestTestGroundOperatorIsRecreated(t *testing.T) {
+	g := NewWithT(t)
+	for _, obj := range kustomize(t, "test-ground") {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		var deployment appsv1.Deployment
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &deployment)).To(Succeed())
+		g.Expect(deployment.Spec.Template.Spec.HostNetwork).To(BeTrue())
+		g.Expect(deployment.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
+		return
+	}
+	t.Fatal("no Deployment in deploy/test-ground")
+}
