@@ -123,11 +123,15 @@ func (o *Orchestrator) startLifecycle(s *controller.Scope, node *render.Node, st
 		j.message = fmt.Sprintf("running %s in pod %s", strings.Join(ops, ", "), work[0].pod)
 	}
 	st.Message = j.message
-	o.mu.Lock()
-	o.jobs[nodeKey(s.Service, node.Name)] = j
-	o.mu.Unlock()
-	rc := runContextOf(s, node)
 	o.Log.Info("running lifecycle operations", "service", s.Service.Namespace+"/"+s.Service.Name, "node", node.Name, "operations", ops, "pods", len(work))
+	o.start(nodeKey(s.Service, node.Name), j, runContextOf(s, node))
+}
+
+// start runs a job in the background as the node's (key) job.
+func (o *Orchestrator) start(key string, j *job, rc runContext) {
+	o.mu.Lock()
+	o.jobs[key] = j
+	o.mu.Unlock()
 	go func() {
 		o.execute(j, rc)
 		o.finish(j, rc)

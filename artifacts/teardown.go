@@ -83,15 +83,8 @@ func (o *Orchestrator) Teardown(ctx context.Context, s *controller.Scope, node *
 	}
 	j := &job{plans: plans, work: work, message: fmt.Sprintf("tearing down: running %s in %d pods", strings.Join(names, ", "), len(work))}
 	st.Message = j.message
-	o.mu.Lock()
-	o.jobs[key] = j
-	o.mu.Unlock()
-	rc := runContextOf(s, node)
 	o.Log.Info("running teardown operations", "service", s.Service.Namespace+"/"+s.Service.Name, "node", node.Name, "operations", names, "pods", len(work))
-	go func() {
-		o.execute(j, rc)
-		o.finish(j, rc)
-	}()
+	o.start(key, j, runContextOf(s, node))
 	return false, nil
 }
 

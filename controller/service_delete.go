@@ -155,14 +155,7 @@ func (r *ServiceReconciler) teardown(ctx context.Context, svc *v1alpha1.Service,
 // teardownScope fetches, compiles and renders the Service's package again (all cached
 // in the common case) for the plans of its teardown operations.
 func (r *ServiceReconciler) teardownScope(ctx context.Context, svc *v1alpha1.Service) (*Scope, error) {
-	s := &Scope{
-		Service:    svc,
-		Log:        ctrl.LoggerFrom(ctx),
-		Redact:     &redactor{},
-		Attributes: map[string]map[string]any{},
-		Live:       map[string]map[string]*unstructured.Unstructured{},
-		Healthy:    map[string]bool{},
-	}
+	s := newScope(ctx, svc)
 	for _, run := range []phase{r.reconcileSource, r.reconcileCompile, r.reconcileRender} {
 		if err := run(ctx, s); err != nil {
 			return nil, err

@@ -47,13 +47,9 @@ type Scope struct {
 	nodes map[string]*v1alpha1.NodeStatus
 }
 
-// phase is one stage of a reconcile; it returns a *phaseError on failure.
-type phase func(ctx context.Context, s *Scope) error
-
-// reconcile runs the phases in order; the first failure decides the conditions and the
-// requeue. Nothing already running is touched before the new revision is known good.
-func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service) (ctrl.Result, error) {
-	s := &Scope{
+// newScope returns an empty Scope for one reconcile of svc.
+func newScope(ctx context.Context, svc *v1alpha1.Service) *Scope {
+	return &Scope{
 		Service:    svc,
 		Log:        ctrl.LoggerFrom(ctx),
 		Redact:     &redactor{},
@@ -61,6 +57,15 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 		Live:       map[string]map[string]*unstructured.Unstructured{},
 		Healthy:    map[string]bool{},
 	}
+}
+
+// phase is one stage of a reconcile; it returns a *phaseError on failure.
+type phase func(ctx context.Context, s *Scope) error
+
+// reconcile runs the phases in order; the first failure decides the conditions and the
+// requeue. Nothing already running is touched before the new revision is known good.
+func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service) (ctrl.Result, error) {
+	s := newScope(ctx, svc)
 	if svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != "" {
 		svc.Status.LastHandledReconcileAt = svc.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	}
