@@ -152,6 +152,12 @@ var errServiceFailed = errors.New("the Service failed")
 // error), or the timeout passes. Each change of its status is shown; on a terminal the
 // view is redrawn in place.
 func waitForService(ctx context.Context, out io.Writer, c client.WithWatch, key client.ObjectKey, generation int64, timeout time.Duration) error {
+	return waitForReconcile(ctx, out, c, key, generation, "", timeout)
+}
+
+// waitForReconcile is waitForService that also waits until the operator handled the
+// reconcile request requestedAt (when not empty).
+func waitForReconcile(ctx context.Context, out io.Writer, c client.WithWatch, key client.ObjectKey, generation int64, requestedAt string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tty := isTerminal(out)
@@ -173,7 +179,8 @@ func waitForService(ctx context.Context, out io.Writer, c client.WithWatch, key 
 			fmt.Fprint(out, view)
 			last, lines = view, strings.Count(view, "\n")
 		}
-		if done, err := finished(svc, generation); done {
+		handled := requestedAt == "" || svc.Status.LastHandledReconcileAt == requestedAt
+		if done, err := finished(svc, generation); done && handled {
 			return err
 		}
 		select {
