@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/operator"
 )
 
@@ -59,4 +61,17 @@ func (f *kubeFlags) client() (client.WithWatch, string, error) {
 		}
 	}
 	return c, namespace, nil
+}
+
+// service connects and reads the Service name of the flags' namespace.
+func (f *kubeFlags) service(ctx context.Context, name string) (client.WithWatch, *v1alpha1.Service, error) {
+	c, namespace, err := f.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	svc := &v1alpha1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil {
+		return nil, nil, err
+	}
+	return c, svc, nil
 }

@@ -70,15 +70,11 @@ func newDeleteCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := commandContext(cmd)
 			defer cancel()
-			c, namespace, err := kube.client()
+			c, svc, err := kube.service(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			svc := &v1alpha1.Service{}
-			key := client.ObjectKey{Namespace: namespace, Name: args[0]}
-			if err := c.Get(ctx, key, svc); err != nil {
-				return err
-			}
+			key, namespace := client.ObjectKeyFromObject(svc), svc.Namespace
 			if err := c.Delete(ctx, svc); err != nil {
 				return err
 			}

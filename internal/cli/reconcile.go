@@ -23,14 +23,11 @@ func newReconcileCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := commandContext(cmd)
 			defer cancel()
-			c, namespace, err := kube.client()
+			c, svc, err := kube.service(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			svc := &v1alpha1.Service{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: args[0]}, svc); err != nil {
-				return err
-			}
+			namespace := svc.Namespace
 			if svc.Spec.Suspend {
 				return fmt.Errorf("service %s/%s is suspended: `calaf resume %s` first", namespace, args[0], args[0])
 			}
@@ -76,14 +73,11 @@ func suspendCommand(suspend bool) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := commandContext(cmd)
 			defer cancel()
-			c, namespace, err := kube.client()
+			c, svc, err := kube.service(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			svc := &v1alpha1.Service{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: args[0]}, svc); err != nil {
-				return err
-			}
+			namespace := svc.Namespace
 			patch := client.MergeFrom(svc.DeepCopy())
 			svc.Spec.Suspend = suspend
 			if err := c.Patch(ctx, svc, patch); err != nil {

@@ -36,15 +36,11 @@ func newStatusCommand() *cobra.Command {
 			}
 			ctx, cancel := commandContext(cmd)
 			defer cancel()
-			c, namespace, err := kube.client()
+			c, svc, err := kube.service(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			key := client.ObjectKey{Namespace: namespace, Name: args[0]}
-			svc := &v1alpha1.Service{}
-			if err := c.Get(ctx, key, svc); err != nil {
-				return err
-			}
+			key := client.ObjectKeyFromObject(svc)
 			if wait {
 				return waitForService(ctx, cmd.OutOrStdout(), c, key, svc.Generation, timeout)
 			}
