@@ -48,8 +48,6 @@ done >"$CALAF_RUN/chains.before"
 
 # --- failure handling ----------------------------------------------------------------------
 current=""  # the component being waited for; its log is shown on a failure
-set -E      # the ERR trap also fires in functions: it names the command that failed
-trap 'log "failed at line $LINENO: $BASH_COMMAND"' ERR
 on_exit() {
   local rc=$?
   ((rc == 0)) && return

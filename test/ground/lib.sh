@@ -16,6 +16,17 @@ KUBECONFIG_OUT=${CALAF_KUBECONFIG:-$CALAF_RUN/kubeconfig}
 log() { printf '[ground %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# No silent exit: a command that fails a script (set -e) is named with its file and line.
+# errtrace (-E) carries the trap into functions; inside command substitutions and subshells
+# it stays quiet (a failure there that matters fails the command that holds it, named then).
+set -E
+on_err() {
+  local status=$?
+  ((BASH_SUBSHELL == 0)) || return "$status"
+  log "error: ${BASH_SOURCE[1]##*/}:$1: \"$2\" failed with status $status"
+}
+trap 'on_err "$LINENO" "$BASH_COMMAND"' ERR
+
 # Node mode (cluster-up.sh / cluster-down.sh): fixed names, ports and address ranges.
 PAUSE_IMAGE=calaf.local/pause:1      # must equal containerd's sandbox_image
 BUSYBOX_IMAGE=calaf.local/busybox:1  # busybox-only workload image for end-to-end tests
