@@ -38,6 +38,10 @@ vet: ## go vet and gofmt check.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 ##@ Test ground (a real control plane and node, built from source)
+.PHONY: deps
+deps: ## Install the Debian packages the test ground needs (only those missing; needs root then).
+	$(GROUND)/deps.sh
+
 .PHONY: ground-build
 ground-build: ## Build (once, cached) kube-apiserver, etcd, kubelet, ... from the module proxy.
 	$(GROUND)/build.sh
@@ -57,7 +61,7 @@ demo: ground-build ## Calaf on the embedded cluster: operator in-cluster, hello-
 
 ##@ Test
 .PHONY: test
-test: ground-build ## Unit, API-server (envtest) and node-mode end-to-end tests.
+test: deps ground-build ## Unit, API-server (envtest) and node-mode end-to-end tests.
 	$(MAKE) test-unit
 	$(MAKE) test-e2e
 

@@ -32,7 +32,7 @@ if [[ -n ${DEMO_KUBECONFIG:-} ]]; then
   operator_pid=$!
   trap 'kill $operator_pid 2>/dev/null || true' EXIT
 else
-  if [[ ! -f $KUBECONFIG_OUT ]]; then
+  if ! cluster_running; then
     step "starting the embedded cluster (first run: builds Kubernetes from source, about 15 min)"
     "$GROUND_DIR/cluster-up.sh"
   fi

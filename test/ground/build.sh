@@ -29,10 +29,19 @@ build_provisioner
 stamp_of() { cat "$GROUND_DIR/kube/go.mod" "$GROUND_DIR/kube/go.sum" "$GROUND_DIR/kube/main.go" \
   "$GROUND_DIR/etcd/go.mod" "$GROUND_DIR/etcd/go.sum" | sha256sum | cut -c1-16; }
 
+# cached: the stamp matches the sources and every binary is there (a binary removed by hand
+# or a build cut short is built again).
+cached() {
+  local name
+  [[ -f $BIN_DIR/.stamp && $(cat "$BIN_DIR/.stamp") == "$1" ]] || return 1
+  for name in kube etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
+    [[ -x $BIN_DIR/$name ]] || return 1
+  done
+}
+
 want=$(stamp_of)
-if [[ -f $BIN_DIR/.stamp && $(cat "$BIN_DIR/.stamp") == "$want" ]]; then
-  exit 0
-fi
+cached "$want" && exit 0
+rm -f "$BIN_DIR/.stamp"
 
 mkdir -p "$BIN_DIR"
 export CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local

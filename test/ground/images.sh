@@ -19,8 +19,9 @@ IMPORTED=$CALAF_RUN/images.imported # "IMAGE TARBALL" lines: what this cluster i
 
 # content_key: a short hash of everything the images are made from (sources, busybox, Go).
 content_key() {
+  [[ -x $BUSYBOX_BIN ]] || die "$BUSYBOX_BIN is missing (Debian package busybox-static; test/ground/deps.sh installs it)"
   {
-    cat "$GROUND_DIR/images.sh" "$GROUND_DIR"/imagebuild/*.go "$GROUND_DIR"/pause/*.go /bin/busybox
+    cat "$GROUND_DIR/images.sh" "$GROUND_DIR"/imagebuild/*.go "$GROUND_DIR"/pause/*.go "$BUSYBOX_BIN"
     grep go-containerregistry "$REPO_DIR/go.mod"
     go env GOVERSION GOARCH
   } | sha256sum | cut -c1-16
@@ -41,11 +42,11 @@ build_images() {
 
   # busybox with a symlink per applet, a root and a nobody user, and a sticky /tmp.
   local links=()
-  for applet in $(/bin/busybox --list); do
+  for applet in $("$BUSYBOX_BIN" --list); do
     [[ $applet == busybox ]] || links+=(-symlink "/bin/$applet=busybox")
   done
   "$work/imagebuild" -name "$BUSYBOX_IMAGE" -o "$IMAGE_DIR/busybox-$key.tar" \
-    -add /bin/busybox:/bin/busybox "${links[@]}" \
+    -add "$BUSYBOX_BIN:/bin/busybox" "${links[@]}" \
     -dir /tmp:1777 -dir /root:700 -dir /home \
     -file $'/etc/passwd=root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n' \
     -file $'/etc/group=root:x:0:\nnobody:x:65534:\n' \

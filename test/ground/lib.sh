@@ -11,6 +11,7 @@ CALAF_CACHE=${CALAF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/calaf}
 BIN_DIR=$CALAF_CACHE/k8s-$KUBE_VERSION/bin
 IMAGE_DIR=$CALAF_CACHE/images
 CALAF_RUN=${CALAF_RUN:-/var/run/calaf-ground}
+BUSYBOX_BIN=${CALAF_BUSYBOX_BIN:-/bin/busybox} # from busybox-static: the workload image's one binary
 KUBECONFIG_OUT=${CALAF_KUBECONFIG:-$CALAF_RUN/kubeconfig}
 
 log() { printf '[ground %s] %s\n' "$(date +%T)" "$*" >&2; }
@@ -67,4 +68,14 @@ provisioner_bin() {
     go env GOVERSION GOARCH
   } | sha256sum | cut -c1-16)
   echo "$CALAF_CACHE/provisioner/provisioner-$key"
+}
+
+# cluster_running: the cluster of $CALAF_RUN is up: its kubeconfig is published and its
+# components run (a kubeconfig left by a crashed or rebooted machine does not count).
+cluster_running() {
+  local name
+  [[ -f $KUBECONFIG_OUT ]] || return 1
+  for name in containerd etcd kube-apiserver kubelet; do
+    pid_alive "$name" || return 1
+  done
 }
