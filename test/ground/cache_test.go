@@ -95,9 +95,11 @@ func TestBuildRebuildsWhatTheCacheLacks(t *testing.T) {
 			want:   []string{"test/ground/kube .", "test/ground/etcd go.etcd.io/etcd/server/v3"},
 		},
 		{
-			name:   "sources changed since the stamp",
-			damage: func(bin, _ string) error { return os.WriteFile(filepath.Join(bin, ".stamp"), []byte("0123456789abcdef\n"), 0o644) },
-			want:   []string{"test/ground/kube .", "test/ground/etcd go.etcd.io/etcd/server/v3"},
+			name: "sources changed since the stamp",
+			damage: func(bin, _ string) error {
+				return os.WriteFile(filepath.Join(bin, ".stamp"), []byte("0123456789abcdef\n"), 0o644)
+			},
+			want: []string{"test/ground/kube .", "test/ground/etcd go.etcd.io/etcd/server/v3"},
 		},
 		{
 			name:   "the provisioner removed",

@@ -226,7 +226,7 @@ func TestDepsInstallsOnlyWhatIsMissing(t *testing.T) {
 func TestDepsFailuresSayWhy(t *testing.T) {
 	cases := []struct {
 		name, uid, fail, want string
-		aptCalls             int
+		aptCalls              int
 	}{
 		{name: "not root", uid: "1000", want: "run as root to install them", aptCalls: 0},
 		{name: "apt-get update fails", fail: "update", want: "apt-get update failed", aptCalls: 2},
