@@ -3,10 +3,19 @@
 # CALAF_E2E_KUBECONFIG) pointing at it, and always stops the cluster again, also when CMD
 # fails or this script is interrupted (SIGINT/SIGTERM are passed on to CMD). Exits with
 # CMD's status; if CMD passed but cluster-down left something behind, with cluster-down's.
+# Callers take turns: a second one waits until the first one's cluster is down.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 (($# > 0)) || die "usage: with-cluster.sh CMD [ARGS...]"
+
+# One cluster at a time (fixed ports and host paths): a second caller waits for the first.
+lock=$CALAF_RUN.lock
+exec {lock_fd}>"$lock"
+if ! flock -n "$lock_fd"; then
+  log "another with-cluster.sh holds $lock; waiting for it"
+  flock "$lock_fd"
+fi
 
 # shellcheck disable=SC2317 # run by the EXIT trap
 down() {
