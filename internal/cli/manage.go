@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/render"
 )
 
@@ -49,7 +50,7 @@ func newListCommand() *cobra.Command {
 					ready, message = string(c.Status), c.Message
 				}
 				age := time.Since(svc.CreationTimestamp.Time).Round(time.Second)
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", svc.Namespace, svc.Name, ready, truncateText(svc.Status.LastAppliedRevision, 24), age, truncateText(message, 80))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", svc.Namespace, svc.Name, ready, text.Truncate(svc.Status.LastAppliedRevision, 24), age, text.Truncate(message, 80))
 			}
 			return w.Flush()
 		},
@@ -60,47 +61,40 @@ func newListCommand() *cobra.Command {
 }
 
 func newDeleteCommand() *cobra.Command {
-	var kube kubeFlags
-	var wait bool
-	var timeout time.Duration
-	cmd := &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete a Service (its objects go as its deletion policy says)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			c, svc, err := kube.service(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			key, namespace := client.ObjectKeyFromObject(svc), svc.Namespace
+	return serviceCommand{
+		use:         "delete",
+		short:       "Delete a Service (its objects go as its deletion policy says)",
+		waitHelp:    "wait until the Service and its objects are gone",
+		waitTimeout: 5 * time.Minute,
+		run: func(ctx context.Context, cmd *cobra.Command, c client.WithWatch, svc *v1alpha1.Service, wait waitFlags) error {
+			key := client.ObjectKeyFromObject(svc)
 			if err := c.Delete(ctx, svc); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "service %s/%s deleting (policy %s)\n", namespace, args[0], svc.Spec.DeletionPolicy)
-			if !wait {
+			fmt.Fprintf(cmd.OutOrStdout(), "service %s/%s deleting (policy %s)\n", key.Namespace, key.Name, svc.Spec.DeletionPolicy)
+			if !wait.wait {
 				return nil
 			}
-			ctx, cancelWait := context.WithTimeout(ctx, timeout)
-			defer cancelWait()
-			for {
-				err := c.Get(ctx, key, svc)
-				if apierrors.IsNotFound(err) {
-					fmt.Fprintf(cmd.OutOrStdout(), "service %s/%s deleted\n", namespace, args[0])
-					return nil
-				}
-				if ctx.Err() != nil {
-					return fmt.Errorf("timeout: the Service is still being deleted")
-				}
-				time.Sleep(time.Second)
-			}
+			return waitForDeletion(ctx, cmd, c, key, wait.timeout)
 		},
+	}.command()
+}
+
+// waitForDeletion waits until the Service is gone.
+func waitForDeletion(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		err := c.Get(ctx, key, &v1alpha1.Service{})
+		if apierrors.IsNotFound(err) {
+			fmt.Fprintf(cmd.OutOrStdout(), "service %s/%s deleted\n", key.Namespace, key.Name)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("timeout: the Service is still being deleted")
+		}
+		time.Sleep(time.Second)
 	}
-	kube.register(cmd)
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Service and its objects are gone")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
-	return cmd
 }
 
 func newDiffCommand() *cobra.Command {

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,56 +20,50 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/text"
 )
 
 func newStatusCommand() *cobra.Command {
-	var kube kubeFlags
-	var wait bool
-	var timeout time.Duration
 	var output string
-	cmd := &cobra.Command{
-		Use:   "status NAME",
-		Short: "Show where a Service and each of its node templates stand",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "text", "yaml", "json"); err != nil {
-				return err
-			}
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			c, svc, err := kube.service(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			key := client.ObjectKeyFromObject(svc)
-			if wait {
-				return waitForService(ctx, cmd.OutOrStdout(), c, key, svc.Generation, timeout)
-			}
-			switch output {
-			case "yaml":
-				data, err := yaml.Marshal(svc.Status)
-				if err != nil {
-					return err
-				}
-				_, err = cmd.OutOrStdout().Write(data)
-				return err
-			case "json":
-				data, err := json.MarshalIndent(svc.Status, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", data)
-				return err
-			}
-			_, err = io.WriteString(cmd.OutOrStdout(), describe(svc))
-			return err
+	return serviceCommand{
+		use:         "status",
+		short:       "Show where a Service and each of its node templates stand",
+		waitHelp:    "follow the progress until the Service is Ready or fails",
+		waitShort:   "w",
+		waitTimeout: 10 * time.Minute,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text|yaml|json (the status)")
+			cmd.PreRunE = func(*cobra.Command, []string) error { return checkOutput(output, "text", "yaml", "json") }
 		},
+		run: func(ctx context.Context, cmd *cobra.Command, c client.WithWatch, svc *v1alpha1.Service, wait waitFlags) error {
+			if wait.wait {
+				return waitForService(ctx, cmd.OutOrStdout(), c, client.ObjectKeyFromObject(svc), svc.Generation, wait.timeout)
+			}
+			return printServiceStatus(cmd.OutOrStdout(), svc, output)
+		},
+	}.command()
+}
+
+// printServiceStatus writes a Service's status in the output format.
+func printServiceStatus(out io.Writer, svc *v1alpha1.Service, output string) error {
+	switch output {
+	case "yaml":
+		data, err := yaml.Marshal(svc.Status)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(data)
+		return err
+	case "json":
+		data, err := json.MarshalIndent(svc.Status, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", data)
+		return err
 	}
-	kube.register(cmd)
-	cmd.Flags().BoolVarP(&wait, "wait", "w", false, "follow the progress until the Service is Ready or fails")
-	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long --wait waits")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text|yaml|json (the status)")
-	return cmd
+	_, err := io.WriteString(out, describe(svc))
+	return err
 }
 
 // describe renders a Service's status for the terminal.
@@ -101,7 +96,7 @@ func describe(svc *v1alpha1.Service) string {
 			for _, op := range node.Operations {
 				details += fmt.Sprintf(" [%s: %s]", op.Name, op.Phase)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", node.Name, node.Type, node.Phase, truncateText(details, 100))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", node.Name, node.Type, node.Phase, text.Truncate(details, 100))
 		}
 		w.Flush()
 	}
@@ -114,31 +109,15 @@ func describe(svc *v1alpha1.Service) string {
 		for name := range svc.Status.PendingOutputs {
 			names[name] = true
 		}
-		for _, name := range sortedNames(names) {
+		for _, name := range slices.Sorted(maps.Keys(names)) {
 			if value, ok := svc.Status.Outputs[name]; ok {
 				fmt.Fprintf(&b, "  %s: %s\n", name, value.Raw)
 			} else {
-				fmt.Fprintf(&b, "  %s: (pending: %s)\n", name, truncateText(svc.Status.PendingOutputs[name], 100))
+				fmt.Fprintf(&b, "  %s: (pending: %s)\n", name, text.Truncate(svc.Status.PendingOutputs[name], 100))
 			}
 		}
 	}
 	return b.String()
-}
-
-func sortedNames(m map[string]bool) []string {
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // errServiceFailed is returned by waitForService when the Service stalls or fails.
