@@ -2,9 +2,12 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"calaf.io/calaf/api/v1alpha1"
 )
 
 // clusterScopedKinds lists the built-in kinds that have no namespace, so that offline
@@ -34,78 +37,12 @@ func assemble(raw any, opts Options) (*Result, error) {
 	for name, message := range asMap(data["outputErrors"]) {
 		result.OutputErrors[name] = asString(message)
 	}
-	seen := map[string]string{}
+	seen := map[string]string{} // object ID → the node rendering it
 	for _, item := range asList(data["nodes"]) {
-		n := asMap(item)
-		node := &Node{
-			Name:       asString(n["name"]),
-			Type:       asString(n["type"]),
-			Types:      asStrings(n["types"]),
-			Renderer:   asString(n["renderer"]),
-			Properties: asMap(n["properties"]),
-			Attributes: map[string]AttributeSource{},
-			Artifacts:  map[string]Artifact{},
+		node, err := assembleNode(asMap(item), opts, seen)
+		if err != nil {
+			return nil, err
 		}
-		for _, r := range asList(n["relationships"]) {
-			rel := asMap(r)
-			relationship := Relationship{
-				Requirement: asString(rel["requirement"]),
-				Type:        asString(rel["type"]),
-				Types:       asStrings(rel["types"]),
-				Target:      asString(rel["target"]),
-			}
-			node.Relationships = append(node.Relationships, relationship)
-			if orders(relationship.Types) && relationship.Target != node.Name && !contains(node.DependsOn, relationship.Target) {
-				node.DependsOn = append(node.DependsOn, relationship.Target)
-			}
-		}
-		sort.Strings(node.DependsOn)
-		for i, o := range asList(n["objects"]) {
-			obj, err := newObject(node, i, o, opts)
-			if err != nil {
-				return nil, err
-			}
-			id := ObjectID(obj)
-			if other, dup := seen[id]; dup {
-				return nil, invalidf("node %q renders %s %q, which node %q renders as well", node.Name, obj.GetKind(), obj.GetName(), other)
-			}
-			seen[id] = node.Name
-			node.Objects = append(node.Objects, obj)
-		}
-		for name, a := range asMap(n["attributes"]) {
-			source, err := attributeSource(node, name, a)
-			if err != nil {
-				return nil, err
-			}
-			node.Attributes[name] = source
-		}
-		for name, a := range asMap(n["artifacts"]) {
-			artifact := asMap(a)
-			node.Artifacts[name] = Artifact{
-				Type:       asString(artifact["type"]),
-				Types:      asStrings(artifact["types"]),
-				File:       asString(artifact["file"]),
-				Repository: asString(artifact["repository"]),
-				Properties: asMap(artifact["properties"]),
-			}
-		}
-		for _, o := range asList(n["operations"]) {
-			op := asMap(o)
-			timeout, _ := op["timeout"].(int64)
-			node.Operations = append(node.Operations, Operation{
-				Interface:      asString(op["interface"]),
-				InterfaceType:  asString(op["interfaceType"]),
-				Name:           asString(op["name"]),
-				Implementation: asString(op["implementation"]),
-				Dependencies:   asStrings(op["dependencies"]),
-				Timeout:        timeout,
-				Inputs:         asMap(op["inputs"]),
-				InputsError:    asString(op["inputsError"]),
-			})
-		}
-		sort.Slice(node.Operations, func(i, j int) bool {
-			return node.Operations[i].QualifiedName() < node.Operations[j].QualifiedName()
-		})
 		result.Nodes = append(result.Nodes, node)
 	}
 	sorted, err := sortNodes(result.Nodes)
@@ -117,6 +54,93 @@ func assemble(raw any, opts Options) (*Result, error) {
 		result.Objects = append(result.Objects, node.Objects...)
 	}
 	return result, nil
+}
+
+// assembleNode builds one node from the driver's result: its relationships and what it
+// depends on, its objects (none rendered by another node too), attributes, artifacts and
+// operations.
+func assembleNode(n map[string]any, opts Options, seen map[string]string) (*Node, error) {
+	node := &Node{
+		Name:       asString(n["name"]),
+		Type:       asString(n["type"]),
+		Types:      asStrings(n["types"]),
+		Renderer:   asString(n["renderer"]),
+		Properties: asMap(n["properties"]),
+		Attributes: map[string]AttributeSource{},
+		Artifacts:  map[string]Artifact{},
+	}
+	addRelationships(node, asList(n["relationships"]))
+	for i, o := range asList(n["objects"]) {
+		obj, err := newObject(node, i, o, opts)
+		if err != nil {
+			return nil, err
+		}
+		id := ObjectID(obj)
+		if other, dup := seen[id]; dup {
+			return nil, invalidf("node %q renders %s %q, which node %q renders as well", node.Name, obj.GetKind(), obj.GetName(), other)
+		}
+		seen[id] = node.Name
+		node.Objects = append(node.Objects, obj)
+	}
+	for name, a := range asMap(n["attributes"]) {
+		source, err := attributeSource(node, name, a)
+		if err != nil {
+			return nil, err
+		}
+		node.Attributes[name] = source
+	}
+	for name, a := range asMap(n["artifacts"]) {
+		artifact := asMap(a)
+		node.Artifacts[name] = Artifact{
+			Type:       asString(artifact["type"]),
+			Types:      asStrings(artifact["types"]),
+			File:       asString(artifact["file"]),
+			Repository: asString(artifact["repository"]),
+			Properties: asMap(artifact["properties"]),
+		}
+	}
+	node.Operations = operations(asList(n["operations"]))
+	return node, nil
+}
+
+// addRelationships records a node's relationships; those that order it make it depend on
+// their target.
+func addRelationships(node *Node, raw []any) {
+	for _, r := range raw {
+		rel := asMap(r)
+		relationship := Relationship{
+			Requirement: asString(rel["requirement"]),
+			Type:        asString(rel["type"]),
+			Types:       asStrings(rel["types"]),
+			Target:      asString(rel["target"]),
+		}
+		node.Relationships = append(node.Relationships, relationship)
+		if orders(relationship.Types) && relationship.Target != node.Name && !slices.Contains(node.DependsOn, relationship.Target) {
+			node.DependsOn = append(node.DependsOn, relationship.Target)
+		}
+	}
+	sort.Strings(node.DependsOn)
+}
+
+// operations reads a node's operations, sorted by qualified name.
+func operations(raw []any) []Operation {
+	var ops []Operation
+	for _, o := range raw {
+		op := asMap(o)
+		timeout, _ := op["timeout"].(int64)
+		ops = append(ops, Operation{
+			Interface:      asString(op["interface"]),
+			InterfaceType:  asString(op["interfaceType"]),
+			Name:           asString(op["name"]),
+			Implementation: asString(op["implementation"]),
+			Dependencies:   asStrings(op["dependencies"]),
+			Timeout:        timeout,
+			Inputs:         asMap(op["inputs"]),
+			InputsError:    asString(op["inputsError"]),
+		})
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].QualifiedName() < ops[j].QualifiedName() })
+	return ops
 }
 
 // newObject validates one object a renderer returned, then namespaces and labels it.
@@ -140,16 +164,16 @@ func newObject(node *Node, index int, raw any, opts Options) (*unstructured.Unst
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[LabelManagedBy] = ManagedByCalaf
-	labels[LabelService] = opts.Service
-	labels[LabelServiceNamespace] = opts.Namespace
-	labels[LabelNode] = LabelValue(node.Name)
+	labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByCalaf
+	labels[v1alpha1.LabelService] = opts.Service
+	labels[v1alpha1.LabelServiceNamespace] = opts.Namespace
+	labels[v1alpha1.LabelNode] = LabelValue(node.Name)
 	obj.SetLabels(labels)
 	annotations := obj.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationNodeType] = node.Type
+	annotations[v1alpha1.AnnotationNodeType] = node.Type
 	obj.SetAnnotations(annotations)
 	return obj, nil
 }
@@ -207,13 +231,4 @@ func asStrings(v any) []string {
 		}
 	}
 	return strings
-}
-
-func contains(list []string, s string) bool {
-	for _, item := range list {
-		if item == s {
-			return true
-		}
-	}
-	return false
 }

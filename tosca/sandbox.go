@@ -114,7 +114,18 @@ func (s *Sandbox) Exec(ctx contextpkg.Context, clout *cloutpkg.Clout, probs *pro
 	}
 	urlContext := exturl.NewContext()
 	defer urlContext.Release()
+	env := s.environment(clout, probs, scriptlet, urlContext, timeout)
+	stop := &interrupter{env: env}
+	timer := time.AfterFunc(timeout, func() { stop.interrupt(ErrScriptTimeout) })
+	defer timer.Stop()
+	done := s.start(env, scriptlet, function, arguments)
+	return s.wait(ctx, done, stop, scriptlet, timeout)
+}
 
+// environment makes the sandboxed JavaScript environment of one run: the package's
+// scriptlets resolved from the Clout, and only the extensions a scriptlet may use (no
+// os, no file system, no network).
+func (s *Sandbox) environment(clout *cloutpkg.Clout, probs *problems.Problems, scriptlet string, urlContext *exturl.Context, timeout time.Duration) *commonjs.Environment {
 	var env *commonjs.Environment
 	if s.Programs != nil {
 		env = s.Programs.environment(urlContext)
@@ -153,30 +164,39 @@ func (s *Sandbox) Exec(ctx contextpkg.Context, clout *cloutpkg.Clout, probs *pro
 	for name, global := range s.Globals {
 		env.Extensions = append(env.Extensions, commonjs.Extension{Name: name, Create: func(*commonjs.Context) any { return global }})
 	}
+	return env
+}
 
-	var interruptOnce sync.Once
-	var timedOut atomic.Bool
-	interrupt := func(reason error) {
-		interruptOnce.Do(func() {
-			timedOut.Store(errors.Is(reason, ErrScriptTimeout))
-			env.Runtime.Interrupt(reason)
-		})
-	}
-	timer := time.AfterFunc(timeout, func() { interrupt(ErrScriptTimeout) })
-	defer timer.Stop()
+// interrupter stops a run once, remembering whether it was for the deadline.
+type interrupter struct {
+	env      *commonjs.Environment
+	once     sync.Once
+	timedOut atomic.Bool
+}
 
-	// The scriptlet runs on its own goroutine so that Exec returns even if it is stuck in
-	// Go code, where an interrupt does not reach: it is then abandoned.
-	type outcome struct {
-		result any
-		err    error
-	}
-	done := make(chan outcome, 1)
+func (i *interrupter) interrupt(reason error) {
+	i.once.Do(func() {
+		i.timedOut.Store(errors.Is(reason, ErrScriptTimeout))
+		i.env.Runtime.Interrupt(reason)
+	})
+}
+
+// scriptOutcome is what a run of a scriptlet ended with.
+type scriptOutcome struct {
+	result any
+	err    error
+}
+
+// start runs the scriptlet (and its function) on its own goroutine, so that Exec returns
+// even if it is stuck in Go code, where an interrupt does not reach: it is then abandoned.
+// A panic becomes an internal error of the scriptlet.
+func (s *Sandbox) start(env *commonjs.Environment, scriptlet, function string, arguments []any) <-chan scriptOutcome {
+	done := make(chan scriptOutcome, 1)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
 				s.Log.Error(nil, "scriptlet panicked", "scriptlet", scriptlet, "panic", r, "stack", string(debug.Stack()))
-				done <- outcome{err: &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("internal error: %v", r)}}
+				done <- scriptOutcome{err: &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("internal error: %v", r)}}
 			}
 		}()
 		var result any
@@ -188,16 +208,21 @@ func (s *Sandbox) Exec(ctx contextpkg.Context, clout *cloutpkg.Clout, probs *pro
 				result = exportValue(value)
 			}
 		}
-		done <- outcome{result: result, err: err}
+		done <- scriptOutcome{result: result, err: err}
 	}()
+	return done
+}
 
+// wait returns the run's result, or why it has none: its deadline, the context's end, or
+// a run abandoned past its deadline.
+func (s *Sandbox) wait(ctx contextpkg.Context, done <-chan scriptOutcome, stop *interrupter, scriptlet string, timeout time.Duration) (any, error) {
 	abandon := time.NewTimer(timeout + abandonGrace)
 	defer abandon.Stop()
-	var o outcome
+	var o scriptOutcome
 	select {
 	case o = <-done:
 	case <-ctx.Done():
-		interrupt(ctx.Err())
+		stop.interrupt(ctx.Err())
 		select {
 		case o = <-done:
 		case <-time.After(abandonGrace):
@@ -208,20 +233,20 @@ func (s *Sandbox) Exec(ctx contextpkg.Context, clout *cloutpkg.Clout, probs *pro
 		s.Log.Error(nil, "scriptlet abandoned: stuck outside JavaScript past its deadline", "scriptlet", scriptlet)
 		return nil, &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("did not finish within %s", timeout), Timeout: true}
 	}
-	if err := o.err; err != nil {
-		if timedOut.Load() {
-			return nil, &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("did not finish within %s", timeout), Timeout: true}
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var script *ScriptError
-		if errors.As(err, &script) {
-			return nil, script
-		}
-		return nil, &ScriptError{Scriptlet: scriptlet, Message: scriptMessage(err)}
+	if o.err == nil {
+		return o.result, nil
 	}
-	return o.result, nil
+	if stop.timedOut.Load() {
+		return nil, &ScriptError{Scriptlet: scriptlet, Message: fmt.Sprintf("did not finish within %s", timeout), Timeout: true}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var script *ScriptError
+	if errors.As(o.err, &script) {
+		return nil, script
+	}
+	return nil, &ScriptError{Scriptlet: scriptlet, Message: scriptMessage(o.err)}
 }
 
 // exportValue turns goja values into plain Go values.

@@ -31,10 +31,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
-	"calaf.io/calaf/internal/benchreport"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
+	"calaf.io/calaf/test/benchreport"
 	"calaf.io/calaf/test/e2e/framework"
 	"calaf.io/calaf/tosca"
 )
@@ -225,13 +225,8 @@ func operatorRun(ctx context.Context, c client.Client, calafBinary string, pkg *
 	if err := createNamespace(ctx, c, namespace); err != nil {
 		return result{}, err
 	}
-	archive, err := source.Pack(pkg)
+	upload, err := uploadPackage(ctx, c, pkg, namespace)
 	if err != nil {
-		return result{}, err
-	}
-	sum := source.SHA256(archive)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "fleet.calaf-package"}, BinaryData: map[string][]byte{source.UploadKey: archive}}
-	if err := c.Create(ctx, cm); err != nil && !strings.Contains(err.Error(), "already exists") {
 		return result{}, err
 	}
 	dir, err := os.MkdirTemp("", "calaf-fleet-")
@@ -239,6 +234,44 @@ func operatorRun(ctx context.Context, c client.Client, calafBinary string, pkg *
 		return result{}, err
 	}
 	defer os.RemoveAll(dir)
+	op, err := startOperator(calafBinary, dir, workers, memoryLimit, namespace)
+	if err != nil {
+		return result{}, err
+	}
+	defer op.Stop()
+	time.Sleep(2 * time.Second) // let it start its caches: not part of the measure
+
+	fmt.Printf("calaf: creating %d Services\n", n)
+	start := time.Now()
+	if err := createServices(ctx, c, upload, n, namespace); err != nil {
+		return result{}, err
+	}
+	res, err := waitFleet(ctx, c, op, start, n, namespace)
+	if err != nil {
+		return result{}, err
+	}
+	res.name = fmt.Sprintf("calaf operator (concurrency %d, no memory limit)", workers)
+	if memoryLimit != "" {
+		res.name = fmt.Sprintf("calaf operator (concurrency %d, --memory-limit %s)", workers, memoryLimit)
+	}
+	return res, nil
+}
+
+// uploadPackage stores the package as an upload ConfigMap the Services point at.
+func uploadPackage(ctx context.Context, c client.Client, pkg *tosca.Package, namespace string) (*v1alpha1.UploadSource, error) {
+	archive, err := source.Pack(pkg)
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "fleet.calaf-package"}, BinaryData: map[string][]byte{source.UploadKey: archive}}
+	if err := c.Create(ctx, cm); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return nil, err
+	}
+	return &v1alpha1.UploadSource{ConfigMapName: cm.Name, SHA256: source.SHA256(archive)}, nil
+}
+
+// startOperator starts the calaf operator as a process watching namespace.
+func startOperator(calafBinary, dir string, workers int, memoryLimit, namespace string) (*framework.Operator, error) {
 	op := &framework.Operator{
 		Binary:  calafBinary,
 		LogPath: filepath.Join(os.TempDir(), "calaf-fleet-operator.log"),
@@ -249,20 +282,16 @@ func operatorRun(ctx context.Context, c client.Client, calafBinary string, pkg *
 	if memoryLimit != "" {
 		op.Args = append(op.Args, "--memory-limit="+memoryLimit)
 	}
-	if err := op.Start(); err != nil {
-		return result{}, err
-	}
-	defer op.Stop()
-	time.Sleep(2 * time.Second) // let it start its caches: not part of the measure
-	pid := op.Pid()
+	return op, op.Start()
+}
 
-	fmt.Printf("calaf: creating %d Services\n", n)
-	start := time.Now()
+// createServices creates n Services of the uploaded package, each with its own inputs.
+func createServices(ctx context.Context, c client.Client, upload *v1alpha1.UploadSource, n int, namespace string) error {
 	for i := 0; i < n; i++ {
 		svc := &v1alpha1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("app-%04d", i), Finalizers: []string{v1alpha1.ServiceFinalizer}},
 			Spec: v1alpha1.ServiceSpec{
-				Source: v1alpha1.Source{Upload: &v1alpha1.UploadSource{ConfigMapName: cm.Name, SHA256: sum}},
+				Source: v1alpha1.Source{Upload: upload},
 				Inputs: map[string]apiextensionsv1.JSON{},
 			},
 		}
@@ -270,17 +299,23 @@ func operatorRun(ctx context.Context, c client.Client, calafBinary string, pkg *
 			svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: []byte(strconv.Quote(value.(string)))}
 		}
 		if err := c.Create(ctx, svc); err != nil {
-			return result{}, err
+			return err
 		}
 	}
+	return nil
+}
+
+// waitFleet waits until all n Services are Ready, noting when all were applied and the
+// operator's peak RSS on the way.
+func waitFleet(ctx context.Context, c client.Client, op *framework.Operator, start time.Time, n int, namespace string) (result, error) {
+	pid := op.Pid()
 	var peak int64
 	var applied time.Duration
 	split := ""
 	deadline := time.Now().Add(30 * time.Minute)
 	for time.Now().Before(deadline) {
 		if rss := peakRSS(pid); rss > peak {
-			peak = rss
-			split = rssSplit(pid)
+			peak, split = rss, rssSplit(pid)
 		}
 		var list v1alpha1.ServiceList
 		if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
@@ -306,14 +341,10 @@ func operatorRun(ctx context.Context, c client.Client, calafBinary string, pkg *
 			if path := os.Getenv("CALAF_FLEET_HEAP_PROFILE"); path != "" {
 				saveHeapProfile(path)
 			}
-			name := fmt.Sprintf("calaf operator (concurrency %d, no memory limit)", workers)
-			if memoryLimit != "" {
-				name = fmt.Sprintf("calaf operator (concurrency %d, --memory-limit %s)", workers, memoryLimit)
-			}
 			if applied == 0 {
 				applied = duration
 			}
-			return result{name: name, applied: applied, duration: duration, peakRSS: peak, rssSplit: split}, nil
+			return result{applied: applied, duration: duration, peakRSS: peak, rssSplit: split}, nil
 		}
 		time.Sleep(time.Second)
 	}
