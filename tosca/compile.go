@@ -39,12 +39,20 @@ type Compiled struct {
 	Package *Package
 }
 
-// pucciniLock serializes Puccini parses and compiles across all Compilers.
+// pucciniLock serializes Puccini parses across all the Compilers of the process. Each
+// Puccini v0.22.7 parser locks its own phases, but nothing in Puccini promises that two
+// parsers may run at once, and what they build shares values between parses (normal
+// gives every vertex without metadata the same package-level map, in every Clout). A
+// concurrent-map fault there would end the whole operator, every tenant's Services with
+// it, and no stress run can prove it absent; so parses take turns. The cost is small: a
+// parse happens only on a cache miss, binding (bind.go) turns most input changes into no
+// parse at all, and the fleet benchmark (docs/benchmarks.md) compiles once per package.
+// TestConcurrentCompiles checks concurrent compiles against serial ones.
 var pucciniLock sync.Mutex
 
-// Compiler compiles packages with Puccini; it runs no JavaScript. Puccini v0.22.7 races when two parses run at
-// once and its parser caches imports forever, so a Compiler runs one compile at a time,
-// each with a new parser. Results are cached by package digest and inputs.
+// Compiler compiles packages with Puccini; it runs no JavaScript. Its parser caches
+// imports forever, so every compile gets a new parser, and parses take turns process-wide
+// (pucciniLock). Results are cached by package digest and inputs.
 type Compiler struct {
 	Log logr.Logger
 	// OnCompile, if set, is called after every compile attempt that was not a cache hit.
@@ -168,8 +176,7 @@ func (c *Compiler) compile(ctx contextpkg.Context, pkg *Package, inputs map[stri
 		return nil, Invalid(pkg.Entry, "%v", err)
 	}
 
-	// Puccini's parser keeps process-wide state: one parse at a time in the whole process,
-	// whatever Compiler asks for it.
+	// One parse at a time in the whole process, whatever Compiler asks for it (pucciniLock).
 	pucciniLock.Lock()
 	defer pucciniLock.Unlock()
 	parserContext := parser.NewParser().NewContext()

@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestConcurrentCompiles compiles the examples from several goroutines at once, through
-// separate Compilers and a shared one: Puccini v0.22.7 races when two parses run at once,
-// so compiles must be serialized process-wide. Run with -race to see a regression.
+// separate Compilers and a shared one, and checks every result against the same compile
+// done alone: parses take turns process-wide (pucciniLock), and whatever happens beside a
+// compile must not change what it produces. With -race it also catches unsynchronized
+// access.
 func TestConcurrentCompiles(t *testing.T) {
 	dirs := []string{"../examples/hello-world", "../examples/network-service", "../examples/vendor-profile"}
 	var packages []*Package
@@ -20,10 +24,31 @@ func TestConcurrentCompiles(t *testing.T) {
 		}
 		packages = append(packages, pkg)
 	}
+	inputsOf := func(pkg *Package, g int) map[string]any {
+		if pkg.Entry == "service.yaml" {
+			return map[string]any{"message": fmt.Sprintf("hello %d", g)}
+		}
+		return map[string]any{}
+	}
+	serial := func(pkg *Package, g int) any {
+		compiled, err := NewCompiler(1).Compile(context.Background(), pkg, inputsOf(pkg, g))
+		if err != nil {
+			t.Fatalf("%s alone: %v", pkg.Entry, err)
+		}
+		return NormalizeClout(compiled.Clout)
+	}
+	const goroutines = 6
+	want := map[string]any{}
+	for g := range goroutines {
+		for _, pkg := range packages {
+			want[fmt.Sprint(pkg.Entry, g)] = serial(pkg, g)
+		}
+	}
+
 	shared := NewCompiler(64)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
-	for g := range 6 {
+	for g := range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -33,17 +58,16 @@ func TestConcurrentCompiles(t *testing.T) {
 				if (g+i)%2 == 0 {
 					compiler = shared
 				}
-				inputs := map[string]any{}
-				if pkg.Entry == "service.yaml" {
-					inputs["message"] = fmt.Sprintf("hello %d", g)
-				}
-				compiled, err := compiler.Compile(context.Background(), pkg, inputs)
+				compiled, err := compiler.Compile(context.Background(), pkg, inputsOf(pkg, g))
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", pkg.Entry, err)
 					continue
 				}
-				if compiled.Package != pkg || len(compiled.Clout.Vertexes) == 0 {
-					errs <- fmt.Errorf("%s: unexpected compile result", pkg.Entry)
+				if compiled.Package != pkg {
+					errs <- fmt.Errorf("%s: compiled for another package", pkg.Entry)
+				}
+				if diff := cmp.Diff(want[fmt.Sprint(pkg.Entry, g)], NormalizeClout(compiled.Clout)); diff != "" {
+					errs <- fmt.Errorf("%s (goroutine %d) differs from the same compile done alone (-alone +concurrent):\n%s", pkg.Entry, g, diff)
 				}
 			}
 		}()
