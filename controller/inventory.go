@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -59,69 +58,7 @@ func entryObject(entry v1alpha1.InventoryEntry) (*unstructured.Unstructured, err
 // ownedBy tells whether an object carries the labels of a Service.
 func ownedBy(obj client.Object, svc *v1alpha1.Service) bool {
 	labels := obj.GetLabels()
-	return labels[render.LabelService] == svc.Name && labels[render.LabelServiceNamespace] == svc.Namespace
-}
-
-// reconcilePrune deletes the objects of the inventory that the package no longer renders.
-// Only objects that still carry this Service's labels are deleted; others are forgotten.
-func (r *ServiceReconciler) reconcilePrune(ctx context.Context, s *Scope) error {
-	svc := s.Service
-	desired := map[string]bool{}
-	for _, obj := range s.Result.Objects {
-		desired[render.ObjectID(obj)] = true
-	}
-	writer, err := r.writerFor(svc)
-	if err != nil {
-		return newPhaseError(v1alpha1.ConditionApplied, v1alpha1.ReasonPruneFailed, retry, err)
-	}
-	var kept []v1alpha1.InventoryEntry
-	var pruned []string
-	var failure error
-	for i := len(svc.Status.Inventory) - 1; i >= 0; i-- {
-		entry := svc.Status.Inventory[i]
-		if desired[entry.ID] {
-			kept = append(kept, entry)
-			continue
-		}
-		obj, err := entryObject(entry)
-		if err != nil {
-			continue
-		}
-		live, err := r.getLiveUncached(ctx, obj)
-		if err != nil {
-			failure = err
-			kept = append(kept, entry)
-			continue
-		}
-		if live == nil {
-			continue
-		}
-		if !ownedBy(live, svc) {
-			r.warn(svc, "PruneSkipped", "%s %s no longer carries this Service's labels: left alone", obj.GetKind(), obj.GetName())
-			continue
-		}
-		if err := writer.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-			failure = err
-			kept = append(kept, entry)
-			continue
-		}
-		pruned = append(pruned, obj.GetKind()+"/"+obj.GetName()+" deleted")
-		r.fingerprints.forget(string(svc.UID) + "/" + entry.ID)
-	}
-	for i, j := 0, len(kept)-1; i < j; i, j = i+1, j-1 {
-		kept[i], kept[j] = kept[j], kept[i]
-	}
-	svc.Status.Inventory = kept
-	if len(pruned) > 0 {
-		r.Metrics.countPruned(len(pruned))
-		if r.Recorder != nil {
-			r.Recorder.Eventf(svc, nil, "Normal", "Pruned", "Prune", "%s", truncate(strings.Join(pruned, "\n"), 1024))
-		}
-	}
-	if failure != nil {
-		return classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonPruneFailed, failure)
-	}
-	return nil
+	return labels[v1alpha1.LabelService] == svc.Name && labels[v1alpha1.LabelServiceNamespace] == svc.Namespace
 }
 
 // checkOwnership refuses to take over objects that exist without this Service's labels:
@@ -141,8 +78,8 @@ func (r *ServiceReconciler) checkOwnership(ctx context.Context, svc *v1alpha1.Se
 		}
 		if live != nil && !ownedBy(live, svc) {
 			owner := "no Calaf Service"
-			if name := live.GetLabels()[render.LabelService]; name != "" {
-				owner = "Service " + live.GetLabels()[render.LabelServiceNamespace] + "/" + name
+			if name := live.GetLabels()[v1alpha1.LabelService]; name != "" {
+				owner = "Service " + live.GetLabels()[v1alpha1.LabelServiceNamespace] + "/" + name
 			}
 			return stalled(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed,
 				"%s %q already exists and belongs to %s: refusing to take it over", obj.GetKind(), obj.GetName(), owner)

@@ -14,7 +14,6 @@ type Metrics struct {
 	cacheHits         *prometheus.CounterVec
 	applied           *prometheus.CounterVec
 	pruned            prometheus.Counter
-	operations        *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them.
@@ -41,12 +40,9 @@ func NewMetrics(registry prometheus.Registerer) *Metrics {
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "calaf_pruned_objects_total", Help: "Objects deleted because the package no longer renders them.",
 		}),
-		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "calaf_operations_total", Help: "Lifecycle and Day-2 operation runs in pods, by result.",
-		}, []string{"result"}),
 	}
 	if registry != nil {
-		registry.MustRegister(m.reconcileDuration, m.compileDuration, m.renderDuration, m.cacheHits, m.applied, m.pruned, m.operations)
+		registry.MustRegister(m.reconcileDuration, m.compileDuration, m.renderDuration, m.cacheHits, m.applied, m.pruned)
 	}
 	return m
 }
@@ -97,12 +93,5 @@ func (m *Metrics) countApplied(created, configured int) {
 func (m *Metrics) countPruned(n int) {
 	if m != nil {
 		m.pruned.Add(float64(n))
-	}
-}
-
-// CountOperation records an operation run.
-func (m *Metrics) CountOperation(err error) {
-	if m != nil {
-		m.operations.WithLabelValues(result(err)).Inc()
 	}
 }

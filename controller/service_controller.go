@@ -4,7 +4,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -22,13 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/render"
 	sourcepkg "calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
@@ -45,9 +44,11 @@ type ServiceReconciler struct {
 	Fetcher   *sourcepkg.Fetcher
 	Compiler  *tosca.Compiler
 	Renderer  *render.Renderer
-	// Orchestrator runs the lifecycle operations of nodes; nil disables them.
+	// Orchestrator runs the operations of nodes; nil disables them.
 	Orchestrator Orchestrator
-	Metrics      *Metrics
+	// Triggers are requests for an immediate reconcile (NewTriggers when nil).
+	Triggers *Triggers
+	Metrics  *Metrics
 	// ScriptTimeout bounds the scriptlets of one render.
 	ScriptTimeout time.Duration
 	// ProgressInterval is how often a Service whose objects are not healthy yet is checked
@@ -58,26 +59,11 @@ type ServiceReconciler struct {
 	fingerprints fingerprints
 	addWatch     func(schema.GroupVersionKind) error
 	states       stateKeys
-	triggers     chan event.GenericEvent
 	watched      sync.Map // schema.GroupVersionKind → true
 	impersonated sync.Map // "namespace/sa" → client.Client
 	// teardownWarned holds the Services (by UID) told that their teardown operations
 	// cannot run, so that they are told once.
 	teardownWarned sync.Map
-}
-
-// Orchestrator runs the lifecycle operations of a Service's nodes (see package artifacts).
-type Orchestrator interface {
-	// Run runs the operations a node is due, and reports whether the node is configured.
-	Run(ctx context.Context, s *Scope, node *render.Node, status *v1alpha1.NodeStatus) (configured bool, err error)
-}
-
-// Teardowner is an Orchestrator that also runs a node's teardown operations (TOSCA
-// Standard stop and delete) before its objects are deleted.
-type Teardowner interface {
-	// Teardown runs them, and reports done once the node's objects may be deleted; an
-	// error says an operation failed (the objects are deleted all the same).
-	Teardown(ctx context.Context, s *Scope, node *render.Node, status *v1alpha1.NodeStatus) (done bool, err error)
 }
 
 // watchedKinds are watched from the start; other kinds are watched once a Service
@@ -101,10 +87,12 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 	if r.ProgressInterval <= 0 {
 		r.ProgressInterval = 5 * time.Second
 	}
-	r.triggers = make(chan event.GenericEvent, 1024)
+	if r.Triggers == nil {
+		r.Triggers = NewTriggers(1024)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Service{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WatchesRawSource(source.Channel(r.triggers, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.Triggers.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	if r.Orchestrator != nil {
 		// Pods that appear or become ready get the operations they missed.
@@ -128,19 +116,6 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 // version: deletion, edits, and status progress.
 type ownedChanges = predicate.ResourceVersionChangedPredicate
 
-// Trigger asks for an immediate reconcile of a Service (e.g. from a webhook); it never
-// blocks: when many triggers are pending, the Service is reconciled at its interval.
-func (r *ServiceReconciler) Trigger(namespace, name string) bool {
-	svc := &v1alpha1.Service{}
-	svc.Namespace, svc.Name = namespace, name
-	select {
-	case r.triggers <- event.GenericEvent{Object: svc}:
-		return true
-	default:
-		return false
-	}
-}
-
 // ensureWatched watches a kind the operator did not watch yet, so that drift of such
 // objects is repaired as quickly as that of the common kinds.
 func (r *ServiceReconciler) ensureWatched(gvk schema.GroupVersionKind) {
@@ -158,7 +133,7 @@ func (r *ServiceReconciler) ensureWatched(gvk schema.GroupVersionKind) {
 // serviceOf maps an object to the Service its labels name.
 func serviceOf(_ context.Context, obj client.Object) []reconcile.Request {
 	labels := obj.GetLabels()
-	name, namespace := labels[render.LabelService], labels[render.LabelServiceNamespace]
+	name, namespace := labels[v1alpha1.LabelService], labels[v1alpha1.LabelServiceNamespace]
 	if name == "" || namespace == "" {
 		return nil
 	}
@@ -194,7 +169,7 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 	if svc.Spec.Suspend {
 		log.V(1).Info("suspended, not reconciling")
-		setCondition(svc, v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "reconciliation is suspended")
+		setSuspended(svc)
 		return ctrl.Result{}, nil
 	}
 	return r.reconcile(ctx, svc)
@@ -228,10 +203,9 @@ func (r *ServiceReconciler) recordTransition(before, svc *v1alpha1.Service) {
 	if now.Status == metav1.ConditionFalse && now.Reason != v1alpha1.ReasonProgressing && now.Reason != v1alpha1.ReasonDependencyNotReady {
 		eventType = "Warning"
 	}
-	r.Recorder.Eventf(svc, nil, eventType, now.Reason, "Reconcile", "%s", truncate(now.Message, 1024))
+	r.Recorder.Eventf(svc, nil, eventType, now.Reason, "Reconcile", "%s", text.Truncate(now.Message, 1024))
 }
 
-// requeueAfter returns the interval, with up to 10% jitter so Services spread out.
 // durationOr returns d, or def when d is not set (a Service stored without the CRD's
 // defaults, e.g. before they existed).
 func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
@@ -241,20 +215,10 @@ func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
 	return d.Duration
 }
 
+// requeueAfter returns the interval, with up to 10% jitter so Services spread out.
 func requeueAfter(d time.Duration) time.Duration {
 	if d <= 0 {
 		d = v1alpha1.DefaultInterval
 	}
 	return d + time.Duration(rand.Int64N(int64(d)/10+1))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
-
-func keyOf(svc *v1alpha1.Service) string {
-	return fmt.Sprintf("%s/%s", svc.Namespace, svc.Name)
 }

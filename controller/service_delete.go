@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/render"
 )
 
@@ -37,7 +40,7 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 			done, err = r.deleteInReverse(ctx, svc)
 		}
 		if err != nil {
-			setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting, truncate(err.Error(), 1024))
+			setDeleting(svc, err.Error())
 			return ctrl.Result{}, err
 		}
 		if !done {
@@ -61,18 +64,14 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 	var node string
 	var batch []*unstructured.Unstructured
 	for i := len(svc.Status.Inventory) - 1; i >= 0; i-- {
-		obj, err := entryObject(svc.Status.Inventory[i])
-		if err != nil {
-			continue
-		}
-		live, err := r.getLiveUncached(ctx, obj)
+		live, err := r.ownedLive(ctx, svc, svc.Status.Inventory[i])
 		if err != nil {
 			return false, err
 		}
-		if live == nil || !ownedBy(live, svc) {
+		if live == nil {
 			continue
 		}
-		liveNode := live.GetLabels()[render.LabelNode]
+		liveNode := live.GetLabels()[v1alpha1.LabelNode]
 		if node == "" {
 			node = liveNode
 		}
@@ -95,8 +94,7 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 		}
 		deleting = append(deleting, obj.GetKind()+"/"+obj.GetName())
 	}
-	setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
-		fmt.Sprintf("deleting node %s: %v", node, deleting))
+	setDeleting(svc, fmt.Sprintf("deleting node %s: %v", node, deleting))
 	return false, nil
 }
 
@@ -105,34 +103,20 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 // fetched, compiled or rendered any more skips them, with one Warning event: nothing must
 // keep a deleted Service from going.
 func (r *ServiceReconciler) teardown(ctx context.Context, svc *v1alpha1.Service, nodeName string, live []*unstructured.Unstructured) (bool, error) {
-	orchestrator, ok := r.Orchestrator.(Teardowner)
-	if !ok {
-		return true, nil
-	}
-	var st *v1alpha1.NodeStatus
-	for i := range svc.Status.Nodes {
-		if svc.Status.Nodes[i].Name == nodeName {
-			st = &svc.Status.Nodes[i]
-		}
-	}
-	if _, warned := r.teardownWarned.Load(svc.UID); st == nil || warned {
+	st := nodeByName(svc, nodeName)
+	if _, warned := r.teardownWarned.Load(svc.UID); r.Orchestrator == nil || st == nil || warned {
 		return true, nil
 	}
 	s, err := r.teardownScope(ctx, svc)
 	if err != nil {
 		if _, warned := r.teardownWarned.LoadOrStore(svc.UID, true); !warned && r.Recorder != nil {
 			r.Recorder.Eventf(svc, nil, "Warning", "TeardownSkipped", "Teardown", "%s",
-				truncate("stop and delete operations are not run: "+err.Error(), 1024))
+				text.Truncate("stop and delete operations are not run: "+err.Error(), 1024))
 		}
 		return true, nil
 	}
-	var node *render.Node
-	for _, n := range s.Result.Nodes {
-		if n.Name == nodeName {
-			node = n
-		}
-	}
-	if node == nil {
+	i := slices.IndexFunc(s.Result.Nodes, func(n *render.Node) bool { return n.Name == nodeName })
+	if i < 0 {
 		return true, nil
 	}
 	s.Live[nodeName] = map[string]*unstructured.Unstructured{}
@@ -140,21 +124,24 @@ func (r *ServiceReconciler) teardown(ctx context.Context, svc *v1alpha1.Service,
 		s.Live[nodeName][obj.GetKind()+"/"+obj.GetName()] = obj
 	}
 	s.Attributes[nodeName] = s.renderedWith[nodeName]
-	done, err := orchestrator.Teardown(ctx, s, node, st)
-	if err != nil {
-		s.Log.Info("a teardown operation failed; deleting the node's objects all the same", "node", nodeName, "error", s.Redact.String(err.Error()))
+	result := r.Orchestrator.Teardown(ctx, s.orchestrationInput(s.Result.Nodes[i], st))
+	st.Operations = result.Operations
+	if result.Message != "" {
+		st.Message = result.Message
+	}
+	if result.Failure != nil {
+		s.Log.Info("a teardown operation failed; deleting the node's objects all the same", "node", nodeName, "error", s.Redact.String(result.Failure.Error()))
 		return true, nil
 	}
-	if !done {
-		setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting,
-			fmt.Sprintf("node %s: %s", nodeName, truncate(st.Message, 512)))
+	if !result.Done {
+		setDeleting(svc, fmt.Sprintf("node %s: %s", nodeName, text.Truncate(st.Message, 512)))
 	}
-	return done, nil
+	return result.Done, nil
 }
 
 // teardownScope fetches, compiles and renders the Service's package again (all cached
 // in the common case) for the plans of its teardown operations.
-func (r *ServiceReconciler) teardownScope(ctx context.Context, svc *v1alpha1.Service) (*Scope, error) {
+func (r *ServiceReconciler) teardownScope(ctx context.Context, svc *v1alpha1.Service) (*scope, error) {
 	s := newScope(ctx, svc)
 	for _, run := range []phase{r.reconcileSource, r.reconcileCompile, r.reconcileRender} {
 		if err := run(ctx, s); err != nil {
@@ -162,6 +149,16 @@ func (r *ServiceReconciler) teardownScope(ctx context.Context, svc *v1alpha1.Ser
 		}
 	}
 	return s, nil
+}
+
+// nodeByName returns the status entry of a node, or nil.
+func nodeByName(svc *v1alpha1.Service, name string) *v1alpha1.NodeStatus {
+	for i := range svc.Status.Nodes {
+		if svc.Status.Nodes[i].Name == name {
+			return &svc.Status.Nodes[i]
+		}
+	}
+	return nil
 }
 
 // propagationFor deletes workloads in the foreground, so that a node counts as gone only
@@ -181,26 +178,36 @@ func (r *ServiceReconciler) orphan(ctx context.Context, svc *v1alpha1.Service) (
 		return false, err
 	}
 	for _, entry := range svc.Status.Inventory {
-		obj, err := entryObject(entry)
-		if err != nil {
-			continue
-		}
-		live, err := r.getLiveUncached(ctx, obj)
+		live, err := r.ownedLive(ctx, svc, entry)
 		if err != nil {
 			return false, err
 		}
-		if live == nil || !ownedBy(live, svc) {
+		if live == nil {
 			continue
 		}
 		labels := map[string]any{}
-		for _, key := range []string{render.LabelManagedBy, render.LabelService, render.LabelServiceNamespace, render.LabelNode} {
+		for _, key := range []string{v1alpha1.LabelManagedBy, v1alpha1.LabelService, v1alpha1.LabelServiceNamespace, v1alpha1.LabelNode} {
 			labels[key] = nil
 		}
 		patch := map[string]any{"metadata": map[string]any{"labels": labels}}
-		data, _ := jsonMarshal(patch)
+		data, _ := json.Marshal(patch)
 		if err := writer.Patch(ctx, live, client.RawPatch(types.MergePatchType, data)); err != nil && !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("orphaning %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			return false, fmt.Errorf("orphaning %s %s: %w", live.GetKind(), live.GetName(), err)
 		}
 	}
 	return true, nil
+}
+
+// ownedLive reads the live object of an inventory entry from the API server; nil when it
+// is gone, no longer carries this Service's labels, or the entry is malformed.
+func (r *ServiceReconciler) ownedLive(ctx context.Context, svc *v1alpha1.Service, entry v1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
+	obj, err := entryObject(entry)
+	if err != nil {
+		return nil, nil
+	}
+	live, err := r.getLiveUncached(ctx, obj)
+	if err != nil || live == nil || !ownedBy(live, svc) {
+		return nil, err
+	}
+	return live, nil
 }

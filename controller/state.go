@@ -116,7 +116,3 @@ func (r *ServiceReconciler) saveState(ctx context.Context, svc *v1alpha1.Service
 	r.states.Store(string(svc.UID), compiled.Key)
 	return nil
 }
-
-func jsonMarshal(v any) ([]byte, error) {
-	return json.Marshal(v)
-}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 )
@@ -113,11 +114,11 @@ func checkInvariants(t *testing.T, result *render.Result) {
 		for _, obj := range node.Objects {
 			count++
 			labels := obj.GetLabels()
-			if labels[render.LabelService] != goldenService || labels[render.LabelServiceNamespace] != goldenNamespace ||
-				labels[render.LabelNode] != render.LabelValue(node.Name) || labels[render.LabelManagedBy] != render.ManagedByCalaf {
+			if labels[v1alpha1.LabelService] != goldenService || labels[v1alpha1.LabelServiceNamespace] != goldenNamespace ||
+				labels[v1alpha1.LabelNode] != render.LabelValue(node.Name) || labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByCalaf {
 				t.Errorf("%s/%s of node %s is not labelled for its Service and node: %v", obj.GetKind(), obj.GetName(), node.Name, labels)
 			}
-			if obj.GetAnnotations()[render.AnnotationNodeType] != node.Type {
+			if obj.GetAnnotations()[v1alpha1.AnnotationNodeType] != node.Type {
 				t.Errorf("%s/%s does not carry its node type", obj.GetKind(), obj.GetName())
 			}
 			if obj.GetNamespace() != goldenNamespace {

@@ -1,21 +1,18 @@
-package artifacts
+package orchestration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/artifacts/protocol"
-	"calaf.io/calaf/controller"
-	"calaf.io/calaf/render"
 )
 
 // execGrace is how long the operator waits for a result past an operation's timeout
@@ -85,23 +82,20 @@ type runContext struct {
 	namespace, service string
 	impersonate        string
 	attributes         map[string]any
-	redact             redactor
+	redact             Redactor
 }
 
-func runContextOf(s *controller.Scope, node *render.Node) runContext {
-	rc := runContext{namespace: s.Service.Namespace, service: s.Service.Name, redact: s.Redact, attributes: map[string]any{}}
-	for name, value := range s.Attributes[node.Name] {
-		rc.attributes[name] = value
-	}
-	if sa := s.Service.Spec.ServiceAccountName; sa != "" {
-		rc.impersonate = fmt.Sprintf("system:serviceaccount:%s:%s", s.Service.Namespace, sa)
+func (r *nodeRun) runContext() runContext {
+	rc := runContext{namespace: r.Service.Namespace, service: r.Service.Name, redact: r.Redact, attributes: maps.Clone(r.attributes)}
+	if sa := r.Service.Spec.ServiceAccountName; sa != "" {
+		rc.impersonate = fmt.Sprintf("system:serviceaccount:%s:%s", r.Service.Namespace, sa)
 	}
 	return rc
 }
 
 // startLifecycle starts a job running the due lifecycle operations, and marks them
 // Running in the node's status.
-func (o *Orchestrator) startLifecycle(s *controller.Scope, node *render.Node, st *v1alpha1.NodeStatus, plans []*planned, work []podWork, pods *podSet) {
+func (o *Orchestrator) startLifecycle(r *nodeRun, plans []*planned, work []podWork, pods *podSet) {
 	now := metav1.NewTime(o.now())
 	names := map[string]bool{}
 	var ops []string
@@ -111,8 +105,8 @@ func (o *Orchestrator) startLifecycle(s *controller.Scope, node *render.Node, st
 			if !names[plans[k].Name] {
 				names[plans[k].Name] = true
 				ops = append(ops, plans[k].Name)
-				status := statusOf(st, plans[k].Name)
-				status.Phase, status.LastRunTime = PhaseRunning, &now
+				status := statusOf(r.st, plans[k].Name)
+				status.Phase, status.LastRunTime = v1alpha1.OperationRunning, &now
 				status.Attempts++
 			}
 		}
@@ -122,9 +116,9 @@ func (o *Orchestrator) startLifecycle(s *controller.Scope, node *render.Node, st
 	if len(work) == 1 {
 		j.message = fmt.Sprintf("running %s in pod %s", strings.Join(ops, ", "), work[0].pod)
 	}
-	st.Message = j.message
-	o.Log.Info("running lifecycle operations", "service", s.Service.Namespace+"/"+s.Service.Name, "node", node.Name, "operations", ops, "pods", len(work))
-	o.start(nodeKey(s.Service, node.Name), j, runContextOf(s, node))
+	r.st.Message = j.message
+	o.log.Info("running lifecycle operations", "service", r.Service.Namespace+"/"+r.Service.Name, "node", r.Node.Name, "operations", ops, "pods", len(work))
+	o.start(r.key(), j, r.runContext())
 }
 
 // start runs a job in the background as the node's (key) job.
@@ -140,7 +134,7 @@ func (o *Orchestrator) start(key string, j *job, rc runContext) {
 
 // execute runs a job's work, pods in parallel (bounded), each pod's operations in order.
 func (o *Orchestrator) execute(j *job, rc runContext) {
-	sem := make(chan struct{}, o.PodParallelism)
+	sem := make(chan struct{}, o.podParallelism)
 	var wg sync.WaitGroup
 	for _, w := range j.work {
 		wg.Add(1)
@@ -166,8 +160,8 @@ func (o *Orchestrator) finish(j *job, rc runContext) {
 	j.mu.Lock()
 	j.finished, j.finishedAt = true, o.now()
 	j.mu.Unlock()
-	if o.Notify != nil {
-		o.Notify(rc.namespace, rc.service)
+	if o.notify != nil {
+		o.notify(rc.namespace, rc.service)
 	}
 }
 
@@ -195,18 +189,10 @@ func (o *Orchestrator) runOne(rc runContext, w podWork, p *planned) runResult {
 	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout+execGrace)
 	defer cancel()
 	target := Target{Namespace: w.target.Namespace, Pod: w.target.Name, Container: container, PodUID: string(w.target.UID), Impersonate: rc.impersonate}
-	r.result, r.timing, r.err = o.Executor.Run(ctx, target, &req)
+	r.result, r.timing, r.err = o.executor.Run(ctx, target, &req)
 	if r.err != nil && ctx.Err() != nil {
 		r.err = fmt.Errorf("no result within the operation's timeout (%v) and %v: %w", p.Timeout, execGrace, r.err)
 	}
 	r.duration = time.Since(start)
 	return r
-}
-
-func toJSON(value any) apiextensionsv1.JSON {
-	data, err := json.Marshal(value)
-	if err != nil {
-		data, _ = json.Marshal(err.Error())
-	}
-	return apiextensionsv1.JSON{Raw: data}
 }

@@ -1,10 +1,12 @@
-package artifacts
+package orchestration
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,10 +16,12 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/artifacts/protocol"
-	"calaf.io/calaf/controller"
-	"calaf.io/calaf/render"
+	"calaf.io/calaf/internal/jsonvalue"
+	"calaf.io/calaf/internal/text"
 )
 
 // On-demand (Day-2) operations: an Operation resource asks for one run of a named
@@ -38,7 +42,7 @@ type requestSet struct {
 // requests lists the Operations of a node (from the cache).
 func (o *Orchestrator) requests(ctx context.Context, svc *v1alpha1.Service, node string) (*requestSet, error) {
 	list := &v1alpha1.OperationList{}
-	if err := o.Client.List(ctx, list, client.InNamespace(svc.Namespace)); err != nil {
+	if err := o.client.List(ctx, list, client.InNamespace(svc.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing Operations: %w", err)
 	}
 	set := &requestSet{}
@@ -78,7 +82,7 @@ func ownedByService(op *v1alpha1.Operation, svc *v1alpha1.Service) bool {
 // recordOnDemand records the latest completed Operation of each of the node's operations
 // in the node's status (once: the entry remembers the Operation's name), so the
 // attributes it set become the node's attributes.
-func (o *Orchestrator) recordOnDemand(s *controller.Scope, node *render.Node, st *v1alpha1.NodeStatus, requests *requestSet) {
+func (o *Orchestrator) recordOnDemand(r *nodeRun, requests *requestSet) {
 	latest := map[string]*v1alpha1.Operation{}
 	for _, op := range requests.completed {
 		if op.Status.CompletionTime == nil {
@@ -89,19 +93,19 @@ func (o *Orchestrator) recordOnDemand(s *controller.Scope, node *render.Node, st
 		}
 	}
 	changed := false
-	for _, name := range sortedKeys(latest) {
+	for _, name := range slices.Sorted(maps.Keys(latest)) {
 		request := latest[name]
-		op, ok := findOperation(node, name)
+		op, ok := findOperation(r.Node, name)
 		if !ok {
 			continue
 		}
 		marker := "operation:" + request.Name
-		status := statusOf(st, onDemandName(op))
+		status := statusOf(r.st, onDemandName(op))
 		if status.Fingerprint == marker {
 			continue
 		}
 		entry := v1alpha1.NodeOperationStatus{
-			Name: status.Name, Phase: string(request.Status.Phase), Fingerprint: marker,
+			Name: status.Name, Phase: request.Status.Phase, Fingerprint: marker,
 			Message: request.Status.Message, LastRunTime: request.Status.CompletionTime.DeepCopy(),
 		}
 		for _, result := range request.Status.Results {
@@ -120,95 +124,111 @@ func (o *Orchestrator) recordOnDemand(s *controller.Scope, node *render.Node, st
 		changed = true
 	}
 	if changed {
-		s.MergeOperationAttributes(node.Name, st)
+		r.mergeAttributes()
 	}
 }
 
 // startOnDemand starts the oldest pending Operation of the node that can run.
-func (o *Orchestrator) startOnDemand(ctx context.Context, s *controller.Scope, node *render.Node, requests *requestSet, pods *podSet) {
+func (o *Orchestrator) startOnDemand(ctx context.Context, r *nodeRun, requests *requestSet, pods *podSet) {
 	for _, request := range requests.pending {
 		if o.known(request) {
 			continue // it ran: the cache does not show it yet
 		}
-		op, ok := findOperation(node, request.Spec.Operation)
+		op, ok := findOperation(r.Node, request.Spec.Operation)
 		if !ok {
 			continue // failRequests says why
 		}
-		p, err := plan(planContextOf(s, node), node, op)
+		p, err := plan(r.planContext(), r.Node, op)
 		if err != nil {
-			o.completeRequest(ctx, request, v1alpha1.OperationFailed, s.Redact.String(err.Error()), nil)
+			o.completeRequest(ctx, request, v1alpha1.OperationFailed, r.Redact.String(err.Error()), nil)
 			continue
 		}
 		if p.Waiting != "" {
-			o.updateRequest(ctx, request, v1alpha1.OperationPending, s.Redact.String(truncate("waiting for the operation's inputs: "+p.Waiting, 1024)))
-			requeue(s, 5*time.Second)
+			o.updateRequest(ctx, request, v1alpha1.OperationPending, r.Redact.String(text.Truncate("waiting for the operation's inputs: "+p.Waiting, 1024)))
+			r.requeue(5 * time.Second)
 			return
 		}
-		inputs := map[string]any{}
-		for name, value := range p.Request.Inputs {
-			inputs[name] = value
+		if err := withRequestInputs(p, request); err != nil {
+			o.completeRequest(ctx, request, v1alpha1.OperationFailed, err.Error(), nil)
+			return
 		}
-		for name, raw := range request.Spec.Inputs {
-			var value any
-			decoder := json.NewDecoder(bytes.NewReader(raw.Raw))
-			if err := decoder.Decode(&value); err != nil {
-				o.completeRequest(ctx, request, v1alpha1.OperationFailed, fmt.Sprintf("input %q is not valid JSON: %v", name, err), nil)
-				return
-			}
-			inputs[name] = value
-		}
-		p.Request.Inputs = inputs
-		var work []podWork
-		if pods != nil {
-			for _, pod := range pods.ready {
-				work = append(work, podWork{pod: pod.Name, ops: []int{0}, target: pod.DeepCopy()})
-				if p.Targets == TargetsOne {
-					break
-				}
-			}
-		}
+		work := onDemandWork(p, pods)
 		if len(work) == 0 {
-			o.completeRequest(ctx, request, v1alpha1.OperationFailed, fmt.Sprintf("node %s has no ready pod to run %s in", node.Name, p.Name), nil)
+			o.completeRequest(ctx, request, v1alpha1.OperationFailed, fmt.Sprintf("node %s has no ready pod to run %s in", r.Node.Name, p.Name), nil)
 			continue
 		}
-		message := fmt.Sprintf("running %s in %d pods", p.Name, len(work))
-		if !o.updateRequest(ctx, request, v1alpha1.OperationRunning, message) {
+		if !o.updateRequest(ctx, request, v1alpha1.OperationRunning, fmt.Sprintf("running %s in %d pods", p.Name, len(work))) {
 			return
 		}
-		j := &job{plans: []*planned{p}, work: work, message: "on-demand " + p.Name, operation: request.DeepCopy()}
-		o.mu.Lock()
-		o.jobs[nodeKey(s.Service, node.Name)] = j
-		o.mu.Unlock()
-		rc := runContextOf(s, node)
-		o.Log.Info("running an on-demand operation", "operation", request.Namespace+"/"+request.Name, "node", node.Name, "name", p.Name, "pods", len(work))
-		go func() {
-			o.execute(j, rc)
-			o.completeOnDemand(j, rc)
-			o.finish(j, rc)
-		}()
+		o.startRequest(r, request, p, work)
 		return
 	}
+}
+
+// withRequestInputs sets the inputs an Operation gives over those the template declares.
+func withRequestInputs(p *planned, request *v1alpha1.Operation) error {
+	inputs := maps.Clone(p.Request.Inputs)
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	for name, raw := range request.Spec.Inputs {
+		var value any
+		decoder := json.NewDecoder(bytes.NewReader(raw.Raw))
+		if err := decoder.Decode(&value); err != nil {
+			return fmt.Errorf("input %q is not valid JSON: %v", name, err)
+		}
+		inputs[name] = value
+	}
+	p.Request.Inputs = inputs
+	return nil
+}
+
+// onDemandWork is one run in each ready pod, or in the first one when the artifact says.
+func onDemandWork(p *planned, pods *podSet) []podWork {
+	var work []podWork
+	if pods == nil {
+		return nil
+	}
+	for _, pod := range pods.ready {
+		work = append(work, podWork{pod: pod.Name, ops: []int{0}, target: pod.DeepCopy()})
+		if p.Targets == TargetsOne {
+			break
+		}
+	}
+	return work
+}
+
+// startRequest runs an Operation in the background as the node's job.
+func (o *Orchestrator) startRequest(r *nodeRun, request *v1alpha1.Operation, p *planned, work []podWork) {
+	j := &job{plans: []*planned{p}, work: work, message: "on-demand " + p.Name, operation: request.DeepCopy()}
+	o.mu.Lock()
+	o.jobs[r.key()] = j
+	o.mu.Unlock()
+	rc := r.runContext()
+	o.log.Info("running an on-demand operation", "operation", request.Namespace+"/"+request.Name, "node", r.Node.Name, "name", p.Name, "pods", len(work))
+	go func() {
+		o.execute(j, rc)
+		o.completeOnDemand(j, rc)
+		o.finish(j, rc)
+	}()
 }
 
 // completeOnDemand records the results of an on-demand job in its Operation.
 func (o *Orchestrator) completeOnDemand(j *job, rc runContext) {
 	results := make([]v1alpha1.PodResult, 0, len(j.results))
-	sort.Slice(j.results, func(a, b int) bool { return j.results[a].pod < j.results[b].pod })
-	var failures []runResult
+	failures := o.tally(j.results)
 	for _, r := range j.results {
-		o.countRun(r)
 		pr := v1alpha1.PodResult{Pod: r.pod, Succeeded: !r.failed(), DurationMillis: r.duration.Milliseconds()}
 		if r.failed() {
-			failures = append(failures, r)
-			pr.Message = rc.redact.String(truncate(r.message(), 1024))
+			pr.Message = rc.redact.String(text.Truncate(r.message(), 1024))
 		}
 		if r.result != nil {
-			pr.Attributes = jsonMap(rc.redact, r.result.Attributes)
-			pr.Outputs = jsonMap(rc.redact, r.result.Outputs)
+			pr.Attributes = jsonvalue.Map(rc.redact.Value, r.result.Attributes)
+			pr.Outputs = jsonvalue.Map(rc.redact.Value, r.result.Outputs)
 			if n := len(r.result.Logs); n > 0 {
 				pr.Log = rc.redact.String(protocol.Tail(strings.Join(r.result.Logs, "\n"), 2048))
 				if !r.failed() {
-					pr.Message = rc.redact.String(truncate(r.result.Logs[n-1], 256))
+					pr.Message = rc.redact.String(text.Truncate(r.result.Logs[n-1], 256))
 				}
 			}
 			pr.Stderr = rc.redact.String(protocol.Tail(r.result.Stderr, 1024))
@@ -222,30 +242,19 @@ func (o *Orchestrator) completeOnDemand(j *job, rc runContext) {
 	o.completeRequest(context.Background(), j.operation, phase, rc.redact.String(message), results)
 }
 
-func jsonMap(redact redactor, values map[string]any) map[string]apiextensionsv1.JSON {
-	if len(values) == 0 {
-		return nil
-	}
-	out := make(map[string]apiextensionsv1.JSON, len(values))
-	for name, value := range values {
-		out[name] = toJSON(redact.Value(value))
-	}
-	return out
-}
-
 // failRequests fails the node's Operations that cannot run: those naming an operation the
 // node does not have, and those that were running when the operator stopped (they are not
 // run again).
-func (o *Orchestrator) failRequests(ctx context.Context, s *controller.Scope, node *render.Node, requests *requestSet, _ *podSet) {
+func (o *Orchestrator) failRequests(ctx context.Context, r *nodeRun, requests *requestSet) {
 	for _, request := range requests.pending {
-		if _, ok := findOperation(node, request.Spec.Operation); ok || o.known(request) {
+		if _, ok := findOperation(r.Node, request.Spec.Operation); ok || o.known(request) {
 			continue
 		}
 		var names []string
-		for _, op := range node.Operations {
+		for _, op := range r.Node.Operations {
 			names = append(names, op.QualifiedName())
 		}
-		msg := fmt.Sprintf("node %s has no operation %s", node.Name, request.Spec.Operation)
+		msg := fmt.Sprintf("node %s has no operation %s", r.Node.Name, request.Spec.Operation)
 		if len(names) > 0 {
 			msg += " (it has " + strings.Join(names, ", ") + ")"
 		}
@@ -288,8 +297,8 @@ func (o *Orchestrator) updateRequest(ctx context.Context, request *v1alpha1.Oper
 		request.Status.StartTime = &now
 	}
 	setOperationCondition(request)
-	if err := o.Client.Status().Patch(ctx, request, patch); err != nil {
-		o.Log.V(1).Info("updating an Operation", "operation", request.Namespace+"/"+request.Name, "error", err.Error())
+	if err := o.client.Status().Patch(ctx, request, patch); err != nil {
+		o.log.V(1).Info("updating an Operation", "operation", request.Namespace+"/"+request.Name, "error", err.Error())
 		return false
 	}
 	return true
@@ -304,7 +313,7 @@ func (o *Orchestrator) completeRequest(ctx context.Context, request *v1alpha1.Op
 	defer cancel()
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		current := &v1alpha1.Operation{}
-		if err := o.Client.Get(ctx, client.ObjectKeyFromObject(request), current); err != nil {
+		if err := o.client.Get(ctx, client.ObjectKeyFromObject(request), current); err != nil {
 			return err
 		}
 		if current.UID != request.UID || current.Status.Phase == v1alpha1.OperationSucceeded || current.Status.Phase == v1alpha1.OperationFailed {
@@ -317,10 +326,10 @@ func (o *Orchestrator) completeRequest(ctx context.Context, request *v1alpha1.Op
 			current.Status.StartTime = &now
 		}
 		setOperationCondition(current)
-		return o.Client.Status().Patch(ctx, current, patch)
+		return o.client.Status().Patch(ctx, current, patch)
 	})
 	if err != nil {
-		o.Log.Error(err, "recording the result of an Operation", "operation", request.Namespace+"/"+request.Name)
+		o.log.Error(err, "recording the result of an Operation", "operation", request.Namespace+"/"+request.Name)
 		return
 	}
 	eventType, reason := "Normal", "OperationSucceeded"
@@ -332,31 +341,12 @@ func (o *Orchestrator) completeRequest(ctx context.Context, request *v1alpha1.Op
 
 // setOperationCondition sets the Ready condition of an Operation from its phase.
 func setOperationCondition(op *v1alpha1.Operation) {
-	status, reason := metav1.ConditionFalse, string(op.Status.Phase)
+	status := metav1.ConditionFalse
 	if op.Status.Phase == v1alpha1.OperationSucceeded {
 		status = metav1.ConditionTrue
 	}
-	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: op.Status.Message, ObservedGeneration: op.Generation}
-	for i := range op.Status.Conditions {
-		if op.Status.Conditions[i].Type == cond.Type {
-			if op.Status.Conditions[i].Status == cond.Status {
-				cond.LastTransitionTime = op.Status.Conditions[i].LastTransitionTime
-			} else {
-				cond.LastTransitionTime = metav1.Now()
-			}
-			op.Status.Conditions[i] = cond
-			return
-		}
-	}
-	cond.LastTransitionTime = metav1.Now()
-	op.Status.Conditions = append(op.Status.Conditions, cond)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	apimeta.SetStatusCondition(&op.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: status, Reason: string(op.Status.Phase),
+		Message: op.Status.Message, ObservedGeneration: op.Generation,
+	})
 }

@@ -1,4 +1,4 @@
-package artifacts
+package orchestration
 
 import (
 	"context"
@@ -91,8 +91,8 @@ func (r *OperationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[render.LabelService] = svc.Name
-	labels[render.LabelNode] = render.LabelValue(op.Spec.Node)
+	labels[v1alpha1.LabelService] = svc.Name
+	labels[v1alpha1.LabelNode] = render.LabelValue(op.Spec.Node)
 	op.SetLabels(labels)
 	if err := r.Patch(ctx, op, patch); err != nil {
 		return ctrl.Result{}, err

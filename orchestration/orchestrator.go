@@ -1,12 +1,15 @@
-// Package artifacts runs the operations of a Service's node templates — TOSCA Standard
-// lifecycle operations on deploy, any declared operation on demand (the Operation
-// resource) — inside the pods the Service owns, with calaf-runner (see package runner and
-// docs/orchestration.md). It implements controller.Orchestrator.
-package artifacts
+// Package orchestration runs the operations of a Service's node templates — TOSCA
+// Standard lifecycle operations on deploy, the teardown operations before deletion, and
+// any declared operation on demand (the Operation resource) — inside the pods the Service
+// owns, with calaf-runner (package artifacts/runner; docs/orchestration.md). The Service
+// reconciler (package controller) calls it with an Input per node and records the Result;
+// this package never reaches back into the reconciler.
+package orchestration
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,17 +25,10 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/artifacts/protocol"
-	"calaf.io/calaf/controller"
+	"calaf.io/calaf/internal/jsonvalue"
 	"calaf.io/calaf/internal/lru"
+	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/render"
-)
-
-// Phases of NodeOperationStatus.
-const (
-	PhasePending   = "Pending"
-	PhaseRunning   = "Running"
-	PhaseSucceeded = "Succeeded"
-	PhaseFailed    = "Failed"
 )
 
 // EventRecorder records Events (k8s.io/client-go/tools/events).
@@ -40,31 +36,25 @@ type EventRecorder interface {
 	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...interface{})
 }
 
-// redactor hides secret values in what goes to status and events (controller.Scope.Redact).
-type redactor interface {
-	String(string) string
-	Value(any) any
-}
-
 // Orchestrator runs operations in pods. Runs are asynchronous: Run starts a job and
-// reports the node as not configured yet; when the job ends, Notify asks for a reconcile
+// reports the node as not configured yet; when the job ends, notify asks for a reconcile
 // of the Service, and the next Run records the results in the node's status. What ran
 // where (per operation: fingerprint, pods, attempts) lives in the Service's status, so it
 // survives operator restarts.
 type Orchestrator struct {
-	// Client reads pods, ReplicaSets and Operations (from the cache) and writes the
+	// client reads pods, ReplicaSets and Operations (from the cache) and writes the
 	// status of Operations.
-	Client   client.Client
-	Executor Executor
-	Recorder EventRecorder
-	Metrics  *controller.Metrics
-	// Notify asks for an immediate reconcile of a Service (ServiceReconciler.Trigger).
-	Notify func(namespace, name string) bool
-	Log    logr.Logger
-	// PodParallelism bounds the pods of one node that run at once (default 4).
-	PodParallelism int
-	// BaseBackoff and MaxBackoff bound the wait before a failed operation is retried.
-	BaseBackoff, MaxBackoff time.Duration
+	client   client.Client
+	executor Executor
+	recorder EventRecorder
+	metrics  *Metrics
+	// notify asks for an immediate reconcile of a Service.
+	notify func(namespace, name string) bool
+	log    logr.Logger
+	// podParallelism bounds the pods of one node that run at once.
+	podParallelism int
+	// baseBackoff and maxBackoff bound the wait before a failed operation is retried.
+	baseBackoff, maxBackoff time.Duration
 
 	mu   sync.Mutex
 	jobs map[string]*job
@@ -76,107 +66,123 @@ type Orchestrator struct {
 	now     func() time.Time
 }
 
-// NewOrchestrator returns an orchestrator running requests with executor.
-func NewOrchestrator(c client.Client, executor Executor, recorder EventRecorder, metrics *controller.Metrics, log logr.Logger) *Orchestrator {
-	registerMetrics()
-	return &Orchestrator{
-		Client: c, Executor: executor, Recorder: recorder, Metrics: metrics, Log: log,
-		PodParallelism: 4, BaseBackoff: 5 * time.Second, MaxBackoff: 5 * time.Minute,
-	}
+// Options configure an Orchestrator; zero values take the defaults.
+type Options struct {
+	Recorder EventRecorder
+	Metrics  *Metrics
+	// Notify asks for an immediate reconcile of a Service (the reconciler's triggers).
+	Notify func(namespace, name string) bool
+	Log    logr.Logger
+	// PodParallelism bounds the pods of one node that run at once (default 4).
+	PodParallelism int
+	// BaseBackoff and MaxBackoff bound the wait before a failed operation is retried
+	// (default 5 s and 5 min).
+	BaseBackoff, MaxBackoff time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
-func (o *Orchestrator) init() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.jobs == nil {
-		o.jobs = map[string]*job{}
-		o.done = lru.New[bool](4096)
-		o.records = lru.New[[]v1alpha1.NodeOperationStatus](16384)
+// NewOrchestrator returns an orchestrator reading the cluster with c and running
+// operations with executor.
+func NewOrchestrator(c client.Client, executor Executor, opts Options) *Orchestrator {
+	o := &Orchestrator{
+		client: c, executor: executor, recorder: opts.Recorder, metrics: opts.Metrics, notify: opts.Notify, log: opts.Log,
+		podParallelism: opts.PodParallelism, baseBackoff: opts.BaseBackoff, maxBackoff: opts.MaxBackoff, now: opts.Now,
+		jobs: map[string]*job{}, done: lru.New[bool](4096), records: lru.New[[]v1alpha1.NodeOperationStatus](16384),
 	}
 	if o.now == nil {
 		o.now = time.Now
 	}
-	if o.PodParallelism <= 0 {
-		o.PodParallelism = 4
+	if o.podParallelism <= 0 {
+		o.podParallelism = 4
 	}
-	if o.BaseBackoff <= 0 {
-		o.BaseBackoff = 5 * time.Second
+	if o.baseBackoff <= 0 {
+		o.baseBackoff = 5 * time.Second
 	}
-	if o.MaxBackoff < o.BaseBackoff {
-		o.MaxBackoff = o.BaseBackoff
+	if o.maxBackoff <= 0 {
+		o.maxBackoff = 5 * time.Minute
 	}
+	o.maxBackoff = max(o.maxBackoff, o.baseBackoff)
+	return o
 }
 
 // Run runs the operations a node is due: its lifecycle operations (create, configure,
 // start) in every ready pod that has not run them with the current fingerprint, then the
-// Operations requested for it. It reports configured once every lifecycle operation ran
-// everywhere it should; an error says the node failed (a failed operation whose retries
+// Operations requested for it. The Result is Done once every lifecycle operation ran
+// everywhere it should; a Failure says the node failed (a failed operation whose retries
 // are used up, or a broken artifact).
-func (o *Orchestrator) Run(ctx context.Context, s *controller.Scope, node *render.Node, st *v1alpha1.NodeStatus) (bool, error) {
-	o.init()
-	key := nodeKey(s.Service, node.Name)
-	o.restore(s, node, st, key)
-	defer o.remember(st, key)
-	current := o.takeFinished(key)
+func (o *Orchestrator) Run(ctx context.Context, in Input) Result {
+	r := newNodeRun(in)
+	o.restore(r, r.key())
+	configured, err := o.run(ctx, r)
+	o.remember(r.st, r.key())
+	return r.result(configured, err)
+}
+
+func (o *Orchestrator) run(ctx context.Context, r *nodeRun) (bool, error) {
+	current := o.takeFinished(r.key())
 	if current != nil && current.finished {
 		if current.lifecycle {
-			o.recordLifecycle(s, node, st, current)
+			o.recordLifecycle(r, current)
 		}
 		current = nil
 	}
-
-	requests, err := o.requests(ctx, s.Service, node.Name)
+	requests, err := o.requests(ctx, r.Service, r.Node.Name)
 	if err != nil {
 		return false, err
 	}
-	o.recordOnDemand(s, node, st, requests)
+	o.recordOnDemand(r, requests)
 	if current != nil && current.lifecycle {
 		// Its operations stay Running until it ends and its results are recorded.
-		st.Message = current.message
+		r.st.Message = current.message
 		return false, nil
 	}
-
-	plans, failedOp, planErr := o.planLifecycle(s, node)
+	plans, failedOp, planErr := o.planLifecycle(r)
 	if planErr != nil {
 		// The package must change: record it as the operation's failure.
-		message := s.Redact.String(planErr.Error())
-		status := statusOf(st, failedOp)
-		status.Phase, status.Message, status.Fingerprint, status.Pods, status.Failures = PhaseFailed, message, "", nil, 0
-		pruneStatuses(node, st, plansNamed(lifecycleOperations(node)))
-		o.failRequests(ctx, s, node, requests, nil)
+		message := r.Redact.String(planErr.Error())
+		status := statusOf(r.st, failedOp)
+		status.Phase, status.Message, status.Fingerprint, status.Pods, status.Failures = v1alpha1.OperationFailed, message, "", nil, 0
+		pruneStatuses(r.Node, r.st, plansNamed(lifecycleOperations(r.Node)))
+		o.failRequests(ctx, r, requests)
 		return false, fmt.Errorf("%s", message)
 	}
-	pruneStatuses(node, st, plans)
+	pruneStatuses(r.Node, r.st, plans)
+	return o.runPlans(ctx, r, current, plans, requests)
+}
 
+// runPlans starts what is due of the planned lifecycle operations, else the oldest
+// on-demand request, and says whether the node is configured.
+func (o *Orchestrator) runPlans(ctx context.Context, r *nodeRun, current *job, plans []*planned, requests *requestSet) (bool, error) {
 	var pods *podSet
 	hasWorkload := false
 	if len(plans) > 0 || len(requests.pending) > 0 {
-		if pods, hasWorkload, err = selectPods(ctx, o.Client, s.Service.Namespace, s.Service.Name, node, s.Live[node.Name]); err != nil {
+		var err error
+		if pods, hasWorkload, err = selectPods(ctx, o.client, r.Service.Namespace, r.Service.Name, r.Node, r.Live); err != nil {
 			return false, err
 		}
 	}
 	if len(plans) > 0 && !hasWorkload {
-		return false, fmt.Errorf("node %s has lifecycle operations but no workload (Deployment, StatefulSet, DaemonSet or Job) whose pods could run them", node.Name)
+		return false, fmt.Errorf("node %s has lifecycle operations but no workload (Deployment, StatefulSet, DaemonSet or Job) whose pods could run them", r.Node.Name)
 	}
-	a := o.assess(s, st, plans, pods)
-
+	a := o.assess(r, plans, pods)
 	switch {
 	case current == nil && len(a.work) > 0:
-		o.startLifecycle(s, node, st, plans, a.work, pods)
+		o.startLifecycle(r, plans, a.work, pods)
 		return false, nil
 	case len(a.work) > 0:
-		st.Message = "waiting for " + current.message + " to end"
+		r.st.Message = "waiting for " + current.message + " to end"
 		return false, nil
 	}
 	if current == nil && !a.blocked() {
-		o.startOnDemand(ctx, s, node, requests, pods)
+		o.startOnDemand(ctx, r, requests, pods)
 	}
-	o.failRequests(ctx, s, node, requests, pods)
+	o.failRequests(ctx, r, requests)
 	switch {
 	case a.failed != "":
 		return false, fmt.Errorf("%s", a.failed)
 	case a.waiting != "":
-		st.Message = a.waiting
+		r.st.Message = a.waiting
 		return false, nil
 	}
 	return true, nil
@@ -185,13 +191,13 @@ func (o *Orchestrator) Run(ctx context.Context, s *controller.Scope, node *rende
 // restore puts back the operation statuses this process recorded last for the node when
 // the Service it reconciles is older: read from the cache, it may not show the status
 // written a moment ago yet, and deciding on it would run an operation twice.
-func (o *Orchestrator) restore(s *controller.Scope, node *render.Node, st *v1alpha1.NodeStatus, key string) {
+func (o *Orchestrator) restore(r *nodeRun, key string) {
 	recorded, ok := o.records.Get(key)
-	if !ok || apiequality.Semantic.DeepEqual(recorded, st.Operations) {
+	if !ok || apiequality.Semantic.DeepEqual(recorded, r.st.Operations) {
 		return
 	}
-	st.Operations = copyOperations(recorded)
-	s.MergeOperationAttributes(node.Name, st)
+	r.st.Operations = copyOperations(recorded)
+	r.mergeAttributes()
 }
 
 // remember records the node's operation statuses as this reconcile leaves them.
@@ -232,11 +238,11 @@ func (o *Orchestrator) takeFinished(key string) *job {
 }
 
 // planLifecycle plans the node's lifecycle operations; on error it names the operation.
-func (o *Orchestrator) planLifecycle(s *controller.Scope, node *render.Node) ([]*planned, string, error) {
+func (o *Orchestrator) planLifecycle(r *nodeRun) ([]*planned, string, error) {
 	var plans []*planned
-	pc := planContextOf(s, node)
-	for _, op := range lifecycleOperations(node) {
-		p, err := plan(pc, node, op)
+	pc := r.planContext()
+	for _, op := range lifecycleOperations(r.Node) {
+		p, err := plan(pc, r.Node, op)
 		if err != nil {
 			return nil, op.QualifiedName(), err
 		}
@@ -255,12 +261,12 @@ func plansNamed(ops []render.Operation) []*planned {
 	return plans
 }
 
-func planContextOf(s *controller.Scope, node *render.Node) planContext {
+func (r *nodeRun) planContext() planContext {
 	return planContext{
-		pkg:        s.Artifact.Package,
-		revision:   s.Artifact.Revision,
-		service:    protocol.ServiceInfo{Name: s.Service.Name, Namespace: s.Service.Namespace, Revision: s.Artifact.Revision},
-		attributes: s.Attributes[node.Name],
+		files:      r.Files,
+		revision:   r.Revision,
+		service:    protocol.ServiceInfo{Name: r.Service.Name, Namespace: r.Service.Namespace, Revision: r.Revision},
+		attributes: r.attributes,
 	}
 }
 
@@ -271,7 +277,7 @@ func statusOf(st *v1alpha1.NodeStatus, name string) *v1alpha1.NodeOperationStatu
 			return &st.Operations[i]
 		}
 	}
-	st.Operations = append(st.Operations, v1alpha1.NodeOperationStatus{Name: name, Phase: PhasePending})
+	st.Operations = append(st.Operations, v1alpha1.NodeOperationStatus{Name: name, Phase: v1alpha1.OperationPending})
 	return &st.Operations[len(st.Operations)-1]
 }
 
@@ -334,26 +340,45 @@ func (a *assessment) blocked() bool { return len(a.work) > 0 || a.waiting != "" 
 // plans and the pods (a new fingerprint starts over; pods that are gone are forgotten)
 // and works out what is due where. It changes the status only when something changed,
 // so that a resync writes nothing.
-func (o *Orchestrator) assess(s *controller.Scope, st *v1alpha1.NodeStatus, plans []*planned, pods *podSet) *assessment {
+func (o *Orchestrator) assess(r *nodeRun, plans []*planned, pods *podSet) *assessment {
 	a := &assessment{}
 	if len(plans) == 0 {
 		return a
 	}
+	var ready []*corev1.Pod
+	if pods != nil {
+		ready = pods.ready
+	}
+	statuses, blocked := o.refresh(r, a, plans, pods)
+	a.work = dueWork(a, plans, statuses, blocked, ready)
+	for k, p := range plans {
+		setPlanPhase(statuses[k], p, ready)
+	}
+	if a.failed != "" {
+		a.work = nil
+	}
+	return a
+}
+
+// refresh brings each plan's status entry up to date (a new fingerprint starts over; pods
+// that are gone are forgotten) and says why each cannot run now ("" when it can): failed
+// for good, waiting for its inputs, or backing off after a failure.
+func (o *Orchestrator) refresh(r *nodeRun, a *assessment, plans []*planned, pods *podSet) ([]*v1alpha1.NodeOperationStatus, []string) {
 	now := o.now()
 	statuses := make([]*v1alpha1.NodeOperationStatus, len(plans))
-	blocked := make([]string, len(plans)) // why op k cannot run now ("" if it can)
+	blocked := make([]string, len(plans))
 	for k, p := range plans {
-		status := statusOf(st, p.Name)
+		status := statusOf(r.st, p.Name)
 		if status.Fingerprint != p.Fingerprint {
 			attributes := status.Attributes
-			*status = v1alpha1.NodeOperationStatus{Name: p.Name, Phase: PhasePending, Fingerprint: p.Fingerprint, Attributes: attributes}
+			*status = v1alpha1.NodeOperationStatus{Name: p.Name, Phase: v1alpha1.OperationPending, Fingerprint: p.Fingerprint, Attributes: attributes}
 		}
 		if p.Targets == TargetsAll && pods != nil {
 			status.Pods = keepExisting(status.Pods, pods.existing)
 		}
 		statuses[k] = status
 		switch {
-		case status.Phase == PhaseFailed:
+		case status.Phase == v1alpha1.OperationFailed:
 			blocked[k] = "failed"
 			if a.failed == "" {
 				a.failed = status.Message
@@ -361,24 +386,28 @@ func (o *Orchestrator) assess(s *controller.Scope, st *v1alpha1.NodeStatus, plan
 		case p.Waiting != "":
 			blocked[k] = fmt.Sprintf("%s waits for its inputs: %s", p.Name, p.Waiting)
 			// The attributes observed this reconcile feed the next render: come back soon.
-			requeue(s, 2*time.Second)
+			r.requeue(2 * time.Second)
 		case status.Failures > 0:
 			next := status.LastRunTime.Add(o.backoff(status.Failures))
 			if now.Before(next) {
 				blocked[k] = fmt.Sprintf("%s failed (attempt %d of %d), retrying in %v: %s", p.Name, status.Failures, p.Retries+1, next.Sub(now).Round(time.Second), status.Message)
-				requeue(s, next.Sub(now))
+				r.requeue(next.Sub(now))
 			}
 		}
 	}
+	return statuses, blocked
+}
+
+// dueWork lists, per ready pod, the operations due there in order, stopping at the first
+// that cannot run (its reason becomes the assessment's waiting message); an operation
+// that targets one pod is given to the first pod that needs it.
+func dueWork(a *assessment, plans []*planned, statuses []*v1alpha1.NodeOperationStatus, blocked []string, ready []*corev1.Pod) []podWork {
+	var work []podWork
 	chosen := make([]bool, len(plans)) // a pod was chosen for a "one" operation
-	var ready []*corev1.Pod
-	if pods != nil {
-		ready = pods.ready
-	}
 	for _, pod := range ready {
 		var due []int
 		for k, p := range plans {
-			done := contains(statuses[k].Pods, podKey(pod, p.Container))
+			done := slices.Contains(statuses[k].Pods, podKey(pod, p.Container))
 			if p.Targets == TargetsOne {
 				done = done || len(statuses[k].Pods) > 0 || chosen[k]
 			}
@@ -397,50 +426,39 @@ func (o *Orchestrator) assess(s *controller.Scope, st *v1alpha1.NodeStatus, plan
 			due = append(due, k)
 		}
 		if len(due) > 0 {
-			a.work = append(a.work, podWork{pod: pod.Name, ops: due})
+			work = append(work, podWork{pod: pod.Name, ops: due})
 		}
 	}
-	for k, p := range plans {
-		status := statuses[k]
-		complete := true
-		if p.Targets == TargetsOne {
-			complete = len(status.Pods) > 0 || len(ready) == 0
-		} else {
-			for _, pod := range ready {
-				complete = complete && contains(status.Pods, podKey(pod, p.Container))
-			}
-		}
-		switch {
-		case status.Phase == PhaseFailed:
-		case complete:
-			status.Phase = PhaseSucceeded
-		default:
-			status.Phase = PhasePending
-		}
-	}
-	if a.failed != "" {
-		a.work = nil
-	}
-	return a
+	return work
 }
 
-// requeue asks for a reconcile after d at the latest.
-func requeue(s *controller.Scope, d time.Duration) {
-	if d < time.Second {
-		d = time.Second
+// setPlanPhase marks an operation Succeeded once it ran everywhere it should (every ready
+// pod, or one), Pending otherwise; Failed stays.
+func setPlanPhase(status *v1alpha1.NodeOperationStatus, p *planned, ready []*corev1.Pod) {
+	complete := true
+	if p.Targets == TargetsOne {
+		complete = len(status.Pods) > 0 || len(ready) == 0
+	} else {
+		for _, pod := range ready {
+			complete = complete && slices.Contains(status.Pods, podKey(pod, p.Container))
+		}
 	}
-	if s.RequeueAfter == 0 || d < s.RequeueAfter {
-		s.RequeueAfter = d
+	switch {
+	case status.Phase == v1alpha1.OperationFailed:
+	case complete:
+		status.Phase = v1alpha1.OperationSucceeded
+	default:
+		status.Phase = v1alpha1.OperationPending
 	}
 }
 
 // backoff is the wait after the n-th consecutive failure.
 func (o *Orchestrator) backoff(failures int32) time.Duration {
-	d := o.BaseBackoff
-	for i := int32(1); i < failures && d < o.MaxBackoff; i++ {
+	d := o.baseBackoff
+	for i := int32(1); i < failures && d < o.maxBackoff; i++ {
 		d *= 2
 	}
-	return min(d, o.MaxBackoff)
+	return min(d, o.maxBackoff)
 }
 
 func keepExisting(pods []string, existing map[string]bool) []string {
@@ -467,66 +485,57 @@ func withPod(pods []string, key string) []string {
 	return out
 }
 
-func contains(list []string, s string) bool {
-	for _, item := range list {
-		if item == s {
-			return true
-		}
-	}
-	return false
-}
-
 // recordLifecycle writes the results of a finished lifecycle job into the node's status:
 // pods that succeeded, attributes set, failures counted against the retries; and records
 // an Event per operation.
-func (o *Orchestrator) recordLifecycle(s *controller.Scope, node *render.Node, st *v1alpha1.NodeStatus, j *job) {
+func (o *Orchestrator) recordLifecycle(r *nodeRun, j *job) {
 	byOp := map[string][]runResult{}
-	for _, r := range j.results {
-		byOp[r.op] = append(byOp[r.op], r)
+	for _, res := range j.results {
+		byOp[res.op] = append(byOp[res.op], res)
 	}
 	for _, p := range j.plans {
 		results := byOp[p.Name]
-		status := statusOf(st, p.Name)
+		status := statusOf(r.st, p.Name)
 		if status.Fingerprint != p.Fingerprint || len(results) == 0 {
 			continue // the package changed while it ran: the new plan decides
 		}
-		sort.Slice(results, func(i, k int) bool { return results[i].pod < results[k].pod })
-		var failures []runResult
-		var succeeded []string
-		for _, r := range results {
-			o.countRun(r)
-			if r.failed() {
-				failures = append(failures, r)
-				continue
-			}
-			status.Pods = withPod(status.Pods, r.key)
-			succeeded = append(succeeded, r.pod)
-			if len(r.result.Attributes) > 0 && status.Attributes == nil {
-				status.Attributes = map[string]apiextensionsv1.JSON{}
-			}
-			for name, value := range r.result.Attributes {
-				status.Attributes[name] = toJSON(s.Redact.Value(value))
-			}
-		}
-		finished := metav1.NewTime(j.finishedAt)
-		status.LastRunTime = &finished
-		if len(failures) == 0 {
-			status.Failures = 0
-			status.Phase = PhaseSucceeded
-			status.Message = s.Redact.String(successMessage(results))
-			o.event(s.Service, "Normal", "OperationSucceeded", node.Name+" "+p.Name, status.Message+logTail(results))
+		o.recordRuns(r, status, p, results, j.finishedAt)
+	}
+	r.mergeAttributes()
+}
+
+// recordRuns records the runs of one lifecycle operation (its results, sorted by pod) in
+// its status entry, and an Event.
+func (o *Orchestrator) recordRuns(r *nodeRun, status *v1alpha1.NodeOperationStatus, p *planned, results []runResult, finishedAt time.Time) {
+	failures := o.tally(results)
+	for _, res := range results {
+		if res.failed() {
 			continue
 		}
-		status.Failures++
-		status.Message = s.Redact.String(failureMessage(p.Name, failures, len(results)))
-		if int(status.Failures) > p.Retries {
-			status.Phase = PhaseFailed
-		} else {
-			status.Phase = PhasePending
+		status.Pods = withPod(status.Pods, res.key)
+		if len(res.result.Attributes) > 0 && status.Attributes == nil {
+			status.Attributes = map[string]apiextensionsv1.JSON{}
 		}
-		o.event(s.Service, "Warning", "OperationFailed", node.Name+" "+p.Name, status.Message)
+		for name, value := range res.result.Attributes {
+			status.Attributes[name] = jsonvalue.Encode(r.Redact.Value(value))
+		}
 	}
-	s.MergeOperationAttributes(node.Name, st)
+	finished := metav1.NewTime(finishedAt)
+	status.LastRunTime = &finished
+	if len(failures) == 0 {
+		status.Failures = 0
+		status.Phase = v1alpha1.OperationSucceeded
+		status.Message = r.Redact.String(successMessage(results))
+		o.event(r.Service, "Normal", "OperationSucceeded", r.Node.Name+" "+p.Name, status.Message+logTail(results))
+		return
+	}
+	status.Failures++
+	status.Message = r.Redact.String(failureMessage(p.Name, failures, len(results)))
+	status.Phase = v1alpha1.OperationPending
+	if int(status.Failures) > p.Retries {
+		status.Phase = v1alpha1.OperationFailed
+	}
+	o.event(r.Service, "Warning", "OperationFailed", r.Node.Name+" "+p.Name, status.Message)
 }
 
 // successMessage summarizes the pods an operation succeeded in.
@@ -546,7 +555,7 @@ func failureMessage(op string, failures []runResult, total int) string {
 	if len(failures) > 1 {
 		msg += fmt.Sprintf(" (and in %d more of %d pods)", len(failures)-1, total)
 	}
-	return truncate(msg, 1024)
+	return text.Truncate(msg, 1024)
 }
 
 // logTail is the last lines the artifact logged, for an Event.
@@ -568,27 +577,22 @@ func logTail(results []runResult) string {
 // the same object, reason and action as a series and keeps the earlier note, so the runs
 // of different operations need actions of their own.
 func (o *Orchestrator) event(obj runtime.Object, eventType, reason, action, message string) {
-	if o.Recorder == nil {
+	if o.recorder == nil {
 		return
 	}
-	o.Recorder.Eventf(obj, nil, eventType, reason, truncate(action, 128), "%s", truncate(message, 1024))
+	o.recorder.Eventf(obj, nil, eventType, reason, text.Truncate(action, 128), "%s", text.Truncate(message, 1024))
 }
 
-func (o *Orchestrator) countRun(r runResult) {
-	observeRun(r)
-	if o.Metrics == nil {
-		return
+// tally sorts the runs of an operation by pod, counts them in the metrics, and returns
+// those that failed.
+func (o *Orchestrator) tally(results []runResult) []runResult {
+	sort.Slice(results, func(i, k int) bool { return results[i].pod < results[k].pod })
+	var failures []runResult
+	for _, res := range results {
+		o.metrics.observeRun(res)
+		if res.failed() {
+			failures = append(failures, res)
+		}
 	}
-	if r.failed() {
-		o.Metrics.CountOperation(fmt.Errorf("%s", r.message()))
-	} else {
-		o.Metrics.CountOperation(nil)
-	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
+	return failures
 }

@@ -1,4 +1,4 @@
-package artifacts
+package orchestration
 
 import (
 	"context"
@@ -18,17 +18,17 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/artifacts/protocol"
-	"calaf.io/calaf/controller"
-	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/internal/jsonvalue"
 	"calaf.io/calaf/render"
-	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
 )
 
@@ -120,14 +120,16 @@ func newWorld(t *testing.T, files map[string]string, ops ...render.Operation) *w
 	w.rs.SetName("core-smf-7f")
 	w.rs.SetNamespace("ns")
 	w.rs.SetUID("rs-uid")
-	w.rs.SetLabels(map[string]string{render.LabelService: "core", render.LabelNode: "smf"})
+	w.rs.SetLabels(map[string]string{v1alpha1.LabelService: "core", v1alpha1.LabelNode: "smf"})
 	controllerRef := true
 	w.rs.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "core-smf", UID: "deploy-uid", Controller: &controllerRef}})
-	w.client = fake.NewClientBuilder().WithScheme(operator.NewScheme()).
+	w.client = fake.NewClientBuilder().WithScheme(testScheme(t)).
 		WithStatusSubresource(&v1alpha1.Operation{}).WithObjects(w.rs, w.svc).Build()
-	w.orch = NewOrchestrator(w.client, w.exec, nil, nil, logr.Discard())
-	w.orch.now = func() time.Time { return w.clock }
-	w.orch.Notify = func(ns, name string) bool { w.notes <- ns + "/" + name; return true }
+	w.orch = NewOrchestrator(w.client, w.exec, Options{
+		Log:    logr.Discard(),
+		Now:    func() time.Time { return w.clock },
+		Notify: func(ns, name string) bool { w.notes <- ns + "/" + name; return true },
+	})
 	w.status = v1alpha1.NodeStatus{Name: "smf", Phase: v1alpha1.NodeReady}
 	return w
 }
@@ -143,7 +145,7 @@ func (w *world) addPod(name string, owner types.UID) {
 	controllerRef := true
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name + "-uid"),
-			Labels: map[string]string{render.LabelService: "core", render.LabelNode: "smf"}},
+			Labels: map[string]string{v1alpha1.LabelService: "core", v1alpha1.LabelNode: "smf"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}},
 		Status: corev1.PodStatus{
 			Phase:             corev1.PodRunning,
@@ -166,20 +168,67 @@ func (w *world) deletePod(name string) {
 	}
 }
 
-func (w *world) scope(revision string) *controller.Scope {
-	return &controller.Scope{
+// testScheme holds the built-in kinds and Calaf's.
+func testScheme(t *testing.T) *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return scheme
+}
+
+// input is what a reconcile hands the orchestrator for the node.
+func (w *world) input(revision string) Input {
+	return Input{
 		Service:    w.svc,
-		Artifact:   &source.Artifact{Package: w.pkg, Revision: revision},
-		Attributes: map[string]map[string]any{"smf": {"ready_replicas": int64(1)}},
-		Live:       map[string]map[string]*unstructured.Unstructured{"smf": {"Deployment/core-smf": w.deploy}},
+		Files:      w.pkg,
+		Revision:   revision,
+		Node:       w.node,
+		Attributes: map[string]any{"ready_replicas": int64(1)},
+		Live:       map[string]*unstructured.Unstructured{"Deployment/core-smf": w.deploy},
+		Operations: w.status.Operations,
 	}
 }
 
+// reconciled is what a reconcile keeps of a Result, as the Service reconciler does: the
+// node's attributes and when to look again.
+type reconciled struct {
+	Attributes   map[string]map[string]any
+	RequeueAfter time.Duration
+}
+
+// record records a Result in the node's status as the Service reconciler does.
+func (w *world) record(in Input, res Result) *reconciled {
+	w.status.Operations = res.Operations
+	if res.Message != "" {
+		w.status.Message = res.Message
+	}
+	values := map[string]any{}
+	for name, value := range in.Attributes {
+		values[name] = value
+	}
+	for name, value := range res.Attributes {
+		values[name] = value
+	}
+	if len(res.Attributes) > 0 {
+		w.status.Attributes = jsonvalue.Map(func(v any) any { return v }, values)
+	}
+	return &reconciled{Attributes: map[string]map[string]any{"smf": values}, RequeueAfter: res.RequeueAfter}
+}
+
+// runOnce calls Run as a reconcile would and records its Result.
+func (w *world) runOnce(in Input) (bool, error, *reconciled) {
+	res := w.orch.Run(context.Background(), in)
+	return res.Done, res.Failure, w.record(in, res)
+}
+
 // run calls Run as a reconcile would, then waits for the job it started (if any).
-func (w *world) run(revision string) (bool, error, *controller.Scope) {
+func (w *world) run(revision string) (bool, error, *reconciled) {
 	w.t.Helper()
-	s := w.scope(revision)
-	configured, err := w.orch.Run(context.Background(), s, w.node, &w.status)
+	configured, err, s := w.runOnce(w.input(revision))
 	w.waitIdle()
 	return configured, err, s
 }
@@ -234,7 +283,7 @@ func TestLifecycleRunsOncePerPod(t *testing.T) {
 	if configured || err != nil {
 		t.Fatalf("first run: configured %v, %v", configured, err)
 	}
-	if op := w.op("Standard.configure"); op.Phase != PhaseRunning || op.Attempts != 1 || !strings.Contains(w.status.Message, "running Standard.configure in 2 pods") {
+	if op := w.op("Standard.configure"); op.Phase != v1alpha1.OperationRunning || op.Attempts != 1 || !strings.Contains(w.status.Message, "running Standard.configure in 2 pods") {
 		t.Fatalf("while running: %+v, %q", op, w.status.Message)
 	}
 	expectCalls(t, w.exec.take(), "Standard.configure@smf-a", "Standard.configure@smf-b")
@@ -247,7 +296,7 @@ func TestLifecycleRunsOncePerPod(t *testing.T) {
 		t.Fatalf("after the run: configured %v, %v", configured, err)
 	}
 	op := w.op("Standard.configure")
-	if op.Phase != PhaseSucceeded || strings.Join(op.Pods, ",") != "smf-a,smf-b" || op.Failures != 0 {
+	if op.Phase != v1alpha1.OperationSucceeded || strings.Join(op.Pods, ",") != "smf-a,smf-b" || op.Failures != 0 {
 		t.Fatalf("after the run: %+v", op)
 	}
 	if got := string(w.status.Attributes["registration"].Raw); got != `"ok in smf-b"` {
@@ -337,7 +386,7 @@ func TestLifecycleOrder(t *testing.T) {
 	if got := strings.Join(order["smf-b"], ","); got != "Standard.configure" {
 		t.Errorf("smf-b ran %s (create runs in one pod only, start not after a failed configure)", got)
 	}
-	if op := w.op("Standard.configure"); op.Phase != PhasePending || op.Failures != 1 ||
+	if op := w.op("Standard.configure"); op.Phase != v1alpha1.OperationPending || op.Failures != 1 ||
 		op.Message != "Standard.configure failed in pod smf-b: no route to nrf; stderr: connect: refused" {
 		t.Errorf("configure: %+v", op)
 	}
@@ -370,7 +419,7 @@ func TestFailureRetriesThenFails(t *testing.T) {
 	if err == nil || err.Error() != "Standard.configure failed in pod smf-a: Error: bad (at Artifacts/configure.js:1:7)" {
 		t.Fatalf("after the retry: %v", err)
 	}
-	if op := w.op("Standard.configure"); op.Phase != PhaseFailed || op.Attempts != 2 || op.Failures != 2 {
+	if op := w.op("Standard.configure"); op.Phase != v1alpha1.OperationFailed || op.Attempts != 2 || op.Failures != 2 {
 		t.Fatalf("failed: %+v", op)
 	}
 	w.clock = w.clock.Add(time.Hour)
@@ -418,9 +467,9 @@ func TestPlanErrors(t *testing.T) {
 		t.Errorf("unsupported artifact: %v", err)
 	}
 	w = newWorld(t, map[string]string{"Artifacts/configure.js": "x"}, lifecycleOp("configure", "configure", nil))
-	s := w.scope("rev1")
-	s.Live["smf"] = map[string]*unstructured.Unstructured{}
-	if _, err := w.orch.Run(context.Background(), s, w.node, &w.status); err == nil || !strings.Contains(err.Error(), "no workload") {
+	in := w.input("rev1")
+	in.Live = map[string]*unstructured.Unstructured{}
+	if _, err, _ := w.runOnce(in); err == nil || !strings.Contains(err.Error(), "no workload") {
 		t.Errorf("no workload: %v", err)
 	}
 }
@@ -477,7 +526,7 @@ func createOperation(t *testing.T, w *world, name, operation string, inputs map[
 	if err := w.client.Create(ctx, op); err != nil {
 		t.Fatal(err)
 	}
-	r := &OperationReconciler{Client: w.client, Notify: w.orch.Notify}
+	r := &OperationReconciler{Client: w.client, Notify: w.orch.notify}
 	for i := 0; i < 2; i++ { // accepts it, then (Pending) asks for a reconcile of the Service
 		if _, err := r.Reconcile(ctx, reconcileRequest(op)); err != nil {
 			t.Fatal(err)
@@ -506,7 +555,7 @@ func TestOnDemandOperation(t *testing.T) {
 		return &protocol.Result{Attributes: map[string]any{"last_report": fmt.Sprint(req.Inputs["verbose"])}, Logs: []string{"report from " + target.Pod}}, nil
 	}
 	op := createOperation(t, w, "report-1", "Admin.report", map[string]any{"verbose": true})
-	if op.Status.Phase != v1alpha1.OperationPending || len(op.OwnerReferences) != 1 || op.OwnerReferences[0].UID != "svc-uid" || op.Labels[render.LabelService] != "core" {
+	if op.Status.Phase != v1alpha1.OperationPending || len(op.OwnerReferences) != 1 || op.OwnerReferences[0].UID != "svc-uid" || op.Labels[v1alpha1.LabelService] != "core" {
 		t.Fatalf("accepted: %+v", op)
 	}
 	select {
@@ -612,8 +661,8 @@ func TestRunWhileRunning(t *testing.T) {
 		return &protocol.Result{}, nil
 	}
 	for i := 0; i < 3; i++ {
-		configured, err := w.orch.Run(context.Background(), w.scope("rev1"), w.node, &w.status)
-		if configured || err != nil || w.op("Standard.configure").Phase != PhaseRunning || w.status.Message != "running Standard.configure in pod smf-a" {
+		configured, err, _ := w.runOnce(w.input("rev1"))
+		if configured || err != nil || w.op("Standard.configure").Phase != v1alpha1.OperationRunning || w.status.Message != "running Standard.configure in pod smf-a" {
 			t.Fatalf("run %d while running: %v, %v, %+v", i, configured, err, w.status)
 		}
 	}
@@ -643,7 +692,7 @@ func TestStaleStatusRunsNothingAgain(t *testing.T) {
 			t.Fatalf("with a stale status: %v, %v", configured, err)
 		}
 		expectCalls(t, w.exec.take())
-		if op := w.op("Standard.configure"); op.Phase != PhaseSucceeded || len(op.Pods) != 1 {
+		if op := w.op("Standard.configure"); op.Phase != v1alpha1.OperationSucceeded || len(op.Pods) != 1 {
 			t.Fatalf("restored: %+v", op)
 		}
 	}

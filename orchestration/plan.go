@@ -1,4 +1,4 @@
-package artifacts
+package orchestration
 
 import (
 	"crypto/sha256"
@@ -12,7 +12,6 @@ import (
 
 	"calaf.io/calaf/artifacts/protocol"
 	"calaf.io/calaf/render"
-	"calaf.io/calaf/tosca"
 )
 
 // Lifecycle is the order in which the TOSCA Standard operations Calaf runs on deploy.
@@ -99,7 +98,7 @@ func findOperation(node *render.Node, name string) (render.Operation, bool) {
 
 // planContext is what plans read besides the node.
 type planContext struct {
-	pkg        *tosca.Package
+	files      Files
 	revision   string
 	service    protocol.ServiceInfo
 	attributes map[string]any
@@ -122,7 +121,7 @@ func plan(pc planContext, node *render.Node, op render.Operation) (*planned, err
 		}
 		return nil, fmt.Errorf("operation %s is implemented by %s (%s): Calaf runs calaf.artifacts.JavaScript and calaf.artifacts.Shell artifacts", name, op.Implementation, t)
 	}
-	source, err := pc.pkg.ReadFile(artifact.File)
+	source, err := pc.files.ReadFile(artifact.File)
 	if err != nil {
 		return nil, fmt.Errorf("operation %s: artifact %s: %v", name, op.Implementation, err)
 	}
@@ -134,7 +133,7 @@ func plan(pc planContext, node *render.Node, op render.Operation) (*planned, err
 		} else if !strings.Contains(dependency, "/") && artifact.File != "" {
 			file = path.Join(path.Dir(artifact.File), dependency)
 		}
-		data, err := pc.pkg.ReadFile(file)
+		data, err := pc.files.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("operation %s: dependency %s: %v", name, dependency, err)
 		}

@@ -1,4 +1,4 @@
-package artifacts
+package orchestration
 
 import (
 	"crypto/sha256"

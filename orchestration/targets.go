@@ -1,4 +1,4 @@
-package artifacts
+package orchestration
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/render"
 )
 
@@ -52,7 +53,7 @@ func selectPods(ctx context.Context, c client.Reader, namespace, service string,
 	}
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{
-		render.LabelService: service, render.LabelNode: render.LabelValue(node.Name),
+		v1alpha1.LabelService: service, v1alpha1.LabelNode: render.LabelValue(node.Name),
 	}); err != nil {
 		return nil, true, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}

@@ -1,4 +1,4 @@
-package artifacts
+package orchestration
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/artifacts/protocol"
 	"calaf.io/calaf/render"
 )
@@ -26,9 +27,11 @@ func teardownWorld(t *testing.T) *world {
 
 func (w *world) teardown() (bool, error) {
 	w.t.Helper()
-	done, err := w.orch.Teardown(context.Background(), w.scope("rev1"), w.node, &w.status)
+	in := w.input("rev1")
+	res := w.orch.Teardown(context.Background(), in)
+	w.record(in, res)
 	w.waitIdle()
-	return done, err
+	return res.Done, res.Failure
 }
 
 // eventLog records Events as "type reason action: note".
@@ -50,13 +53,13 @@ func TestTeardownRunsStopThenDeleteOnce(t *testing.T) {
 	w.addPod("smf-a", "rs-uid")
 	w.addPod("smf-b", "rs-uid")
 	events := &eventLog{}
-	w.orch.Recorder = events
+	w.orch.recorder = events
 
 	done, err := w.teardown()
 	if done || err != nil {
 		t.Fatalf("first call: done %v, %v", done, err)
 	}
-	if op := w.op("Standard.stop"); op.Phase != PhaseRunning || !strings.Contains(w.status.Message, "tearing down") {
+	if op := w.op("Standard.stop"); op.Phase != v1alpha1.OperationRunning || !strings.Contains(w.status.Message, "tearing down") {
 		t.Fatalf("while running: %+v, %q", op, w.status.Message)
 	}
 	calls := w.exec.take()
@@ -73,7 +76,7 @@ func TestTeardownRunsStopThenDeleteOnce(t *testing.T) {
 		t.Fatalf("after the run: done %v, %v", done, err)
 	}
 	for _, name := range []string{"Standard.stop", "Standard.delete"} {
-		if op := w.op(name); op.Phase != PhaseSucceeded || op.Fingerprint != teardownFingerprint {
+		if op := w.op(name); op.Phase != v1alpha1.OperationSucceeded || op.Fingerprint != teardownFingerprint {
 			t.Errorf("%s: %+v", name, op)
 		}
 	}
@@ -119,10 +122,10 @@ func TestTeardownFailureDoesNotHoldTheNode(t *testing.T) {
 	if !done || err == nil || !strings.Contains(err.Error(), "cannot drain") {
 		t.Fatalf("after the run: done %v, %v", done, err)
 	}
-	if op := w.op("Standard.stop"); op.Phase != PhaseFailed || !strings.Contains(op.Message, "sessions: 3") {
+	if op := w.op("Standard.stop"); op.Phase != v1alpha1.OperationFailed || !strings.Contains(op.Message, "sessions: 3") {
 		t.Errorf("stop: %+v", op)
 	}
-	if op := w.op("Standard.delete"); op.Phase != PhaseFailed || !strings.Contains(op.Message, "did not run") {
+	if op := w.op("Standard.delete"); op.Phase != v1alpha1.OperationFailed || !strings.Contains(op.Message, "did not run") {
 		t.Errorf("delete: %+v", op)
 	}
 	expectCalls(t, w.exec.take(), "Standard.stop@smf-a")
@@ -144,7 +147,7 @@ func TestTeardownWithNothingToRun(t *testing.T) {
 	if done, err := w.teardown(); !done || err != nil {
 		t.Fatalf("no pod: done %v, %v", done, err)
 	}
-	if op := w.op("Standard.stop"); op.Phase != PhaseSucceeded || !strings.Contains(op.Message, "no ready pod") {
+	if op := w.op("Standard.stop"); op.Phase != v1alpha1.OperationSucceeded || !strings.Contains(op.Message, "no ready pod") {
 		t.Errorf("stop: %+v", op)
 	}
 	expectCalls(t, w.exec.take())

@@ -8,16 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Labels and annotations that tie every rendered object to its Service and node template.
-const (
-	LabelManagedBy        = "app.kubernetes.io/managed-by"
-	ManagedByCalaf        = "calaf"
-	LabelService          = "calaf.io/service"
-	LabelServiceNamespace = "calaf.io/service-namespace"
-	LabelNode             = "calaf.io/node"
-	AnnotationNodeType    = "calaf.io/node-type"
-)
-
 // Result is a rendered package: its objects, the plan of its node templates, and its
 // outputs. Results are shared by the cache and must not be changed.
 type Result struct {

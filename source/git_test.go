@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"calaf.io/calaf/api/v1alpha1"
-	"calaf.io/calaf/internal/gitserver"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/source"
+	"calaf.io/calaf/test/gitserver"
 	"calaf.io/calaf/tosca"
 )
 

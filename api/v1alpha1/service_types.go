@@ -247,8 +247,8 @@ type NodeStatus struct {
 type NodeOperationStatus struct {
 	// Name is "Interface.operation".
 	Name string `json:"name"`
-	// Phase: Pending, Running, Succeeded or Failed.
-	Phase string `json:"phase"`
+	// Phase: Pending, Running, Succeeded or Failed (the phases of an Operation).
+	Phase OperationPhase `json:"phase"`
 	// Fingerprint of what the operation ran with: artifact, inputs, package revision.
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -63,7 +64,7 @@ func writeDOT(w io.Writer, title string, result *render.Result) error {
 	for _, node := range result.Nodes {
 		for _, r := range node.Relationships {
 			style := "solid"
-			if !containsString(node.DependsOn, r.Target) {
+			if !slices.Contains(node.DependsOn, r.Target) {
 				style = "dashed"
 			}
 			fmt.Fprintf(&b, "  %q -> %q [label=%q, style=%s];\n", node.Name, r.Target, r.Requirement, style)
@@ -74,18 +75,9 @@ func writeDOT(w io.Writer, title string, result *render.Result) error {
 	return err
 }
 
-func containsString(list []string, s string) bool {
-	for _, item := range list {
-		if item == s {
-			return true
-		}
-	}
-	return false
-}
-
 // nodeColor colors a node by what it renders.
 func nodeColor(node *render.Node) string {
-	has := func(t string) bool { return containsString(node.Types, t) }
+	has := func(t string) bool { return slices.Contains(node.Types, t) }
 	switch {
 	case has("calaf.nodes.Workload"):
 		return "#cfe8ff"
@@ -191,7 +183,7 @@ func writeSVG(w io.Writer, result *render.Result) error {
 			x1, y1 := from.x+boxWidth/2, from.y
 			x2, y2 := to.x+boxWidth/2, to.y+boxHeight
 			dash := ""
-			if !containsString(node.DependsOn, r.Target) {
+			if !slices.Contains(node.DependsOn, r.Target) {
 				dash = ` stroke-dasharray="5,4"`
 			}
 			fmt.Fprintf(&b, `<path d="M%d,%d C%d,%d %d,%d %d,%d" fill="none" stroke="#555" stroke-width="1.4"%s marker-end="url(#arrow)"><title>%s → %s (%s)</title></path>`+"\n",

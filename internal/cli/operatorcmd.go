@@ -18,9 +18,8 @@ import (
 
 func newOperatorCommand() *cobra.Command {
 	var kube kubeFlags
-	var runnerPath string
 	opts := operator.DefaultOptions()
-	withOrchestration(&opts, &runnerPath)
+	opts.Orchestration = true
 	zapOptions := zap.Options{}
 	var qps float32
 	var burst int
@@ -60,7 +59,7 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().IntVar(&opts.RenderCacheSize, "render-cache-size", opts.RenderCacheSize, "renders kept in memory")
 	cmd.Flags().DurationVar(&opts.ScriptTimeout, "script-timeout", opts.ScriptTimeout, "deadline of a package's scriptlets in the operator")
 	cmd.Flags().DurationVar(&opts.ProgressInterval, "progress-interval", opts.ProgressInterval, "how often a Service whose objects are not healthy yet is checked")
-	cmd.Flags().StringVar(&runnerPath, "runner", "", "calaf-runner binary streamed into pods to run operations (default: next to calaf, or on $PATH)")
+	cmd.Flags().StringVar(&opts.RunnerPath, "runner", "", "calaf-runner binary streamed into pods to run operations (default: next to calaf, or on $PATH)")
 	cmd.Flags().StringVar(&opts.WebhookAddress, "webhook-bind-address", "", "address of the push webhook, POST /hooks/git (empty: no webhook)")
 	cmd.Flags().StringVar(&webhookTokenFile, "webhook-token-file", "", "file holding the webhook token, re-read on every request (default: $CALAF_WEBHOOK_TOKEN)")
 	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)

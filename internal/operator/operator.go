@@ -32,9 +32,10 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
-	"calaf.io/calaf/internal/webhook"
+	"calaf.io/calaf/orchestration"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
+	"calaf.io/calaf/source/webhook"
 	"calaf.io/calaf/tosca"
 )
 
@@ -55,10 +56,12 @@ type Options struct {
 	ProgressInterval        time.Duration
 	// Pprof serves net/http/pprof on the metrics endpoint.
 	Pprof bool
-	// Orchestrator runs lifecycle operations; nil disables them.
-	Orchestrator func(mgr ctrl.Manager, metrics *controller.Metrics) (controller.Orchestrator, error)
-	// Extra registers more controllers (e.g. Day-2 operations) on the manager.
-	Extra func(mgr ctrl.Manager, deps Dependencies) error
+	// Orchestration runs the operations of node templates in their pods and Day-2
+	// Operations, with the calaf-runner binary at RunnerPath (default: next to calaf, or
+	// on $PATH). Without a runner the operator still runs; nodes with operations then fail
+	// with a message saying so.
+	Orchestration bool
+	RunnerPath    string
 	// Configure lets callers adjust the Fetcher (git and OCI support).
 	Configure func(fetcher *source.Fetcher) error
 	// WebhookAddress is where the push webhook (POST /hooks/git) listens; empty disables it.
@@ -67,15 +70,6 @@ type Options struct {
 	WebhookListener net.Listener
 	// WebhookToken returns the token push notifications must carry; required with a webhook.
 	WebhookToken func() ([]byte, error)
-}
-
-// Dependencies are the shared stages handed to extra controllers.
-type Dependencies struct {
-	Fetcher  *source.Fetcher
-	Compiler *tosca.Compiler
-	Renderer *render.Renderer
-	Metrics  *controller.Metrics
-	Service  *controller.ServiceReconciler
 }
 
 // DefaultOptions are the defaults of `calaf operator`.
@@ -108,12 +102,60 @@ func NewScheme() *runtime.Scheme {
 // NewManager builds the manager and registers the reconcilers; Start runs it.
 func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manager, *controller.ServiceReconciler, error) {
 	ctrl.SetLogger(log)
-	managed, err := labels.NewRequirement(render.LabelService, selection.Exists, nil)
+	mgr, err := newManager(config, opts)
 	if err != nil {
 		return nil, nil, err
 	}
+	m := controller.NewMetrics(metrics.Registry)
+	fetcher, err := newFetcher(mgr, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	compiler := tosca.NewCompiler(opts.CompileCacheSize)
+	compiler.Log = log.WithName("tosca")
+	compiler.OnCompile = m.ObserveCompile
+	compiler.Binding = true
+	compiler.OnBind = m.ObserveBind
+	renderer := render.NewRenderer(opts.RenderCacheSize)
+	renderer.Log = log.WithName("render")
+	renderer.OnRender = m.ObserveRender
+
+	triggers := controller.NewTriggers(1024)
+	reconciler := &controller.ServiceReconciler{
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Config:           mgr.GetConfig(),
+		Recorder:         mgr.GetEventRecorder("calaf-operator"),
+		Fetcher:          fetcher,
+		Compiler:         compiler,
+		Renderer:         renderer,
+		Triggers:         triggers,
+		Metrics:          m,
+		ScriptTimeout:    opts.ScriptTimeout,
+		ProgressInterval: opts.ProgressInterval,
+	}
+	if opts.Orchestration {
+		if reconciler.Orchestrator, err = addOrchestration(mgr, opts, triggers, log); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := reconciler.SetupWithManager(mgr, opts.Concurrency); err != nil {
+		return nil, nil, err
+	}
+	if err := addWebhook(mgr, opts, triggers, log); err != nil {
+		return nil, nil, err
+	}
+	return mgr, reconciler, nil
+}
+
+// newManager makes the manager: its cache holds Calaf's resources and the objects of
+// Calaf Services only.
+func newManager(config *rest.Config, opts Options) (ctrl.Manager, error) {
+	managed, err := labels.NewRequirement(v1alpha1.LabelService, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
 	cacheOptions := cache.Options{
-		// Only objects of Calaf Services (and Calaf's own resources) are cached.
 		DefaultLabelSelector: labels.NewSelector().Add(*managed),
 		ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.Service{}:   {Label: labels.Everything()},
@@ -136,73 +178,59 @@ func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manage
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	return mgr, nil
+}
 
-	m := controller.NewMetrics(metrics.Registry)
+// newFetcher makes the package fetcher of every source kind, on the local package store.
+func newFetcher(mgr ctrl.Manager, opts Options) (*source.Fetcher, error) {
 	limits := tosca.DefaultLimits()
 	store, err := source.NewStore(opts.PackageCacheDir, opts.PackageCacheBytes, limits)
 	if err != nil {
-		return nil, nil, fmt.Errorf("package cache: %w", err)
+		return nil, fmt.Errorf("package cache: %w", err)
 	}
 	fetcher := &source.Fetcher{Store: store, Reader: mgr.GetAPIReader(), MaxArchiveBytes: limits.MaxTotalBytes}
 	fetcher.Git = &source.Git{Store: store, Reader: mgr.GetAPIReader()}
 	fetcher.OCI = &source.OCI{Store: store, Reader: mgr.GetAPIReader(), MaxArchiveBytes: limits.MaxTotalBytes}
 	if opts.Configure != nil {
 		if err := opts.Configure(fetcher); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	compiler := tosca.NewCompiler(opts.CompileCacheSize)
-	compiler.Log = log.WithName("tosca")
-	compiler.OnCompile = m.ObserveCompile
-	compiler.Binding = true
-	compiler.OnBind = m.ObserveBind
-	renderer := render.NewRenderer(opts.RenderCacheSize)
-	renderer.Log = log.WithName("render")
-	renderer.OnRender = m.ObserveRender
+	return fetcher, nil
+}
 
-	reconciler := &controller.ServiceReconciler{
-		Client:           mgr.GetClient(),
-		APIReader:        mgr.GetAPIReader(),
-		Config:           mgr.GetConfig(),
-		Recorder:         mgr.GetEventRecorder("calaf-operator"),
-		Fetcher:          fetcher,
-		Compiler:         compiler,
-		Renderer:         renderer,
-		Metrics:          m,
-		ScriptTimeout:    opts.ScriptTimeout,
-		ProgressInterval: opts.ProgressInterval,
+// addOrchestration makes the orchestrator (operations run in pods with calaf-runner) and
+// registers the Operation reconciler; both ask for reconciles through triggers.
+func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, log logr.Logger) (*orchestration.Orchestrator, error) {
+	log = log.WithName("orchestrator")
+	runner, err := orchestration.LoadRunner(opts.RunnerPath)
+	if err != nil {
+		log.Error(err, "operations cannot run: nodes with operations will fail until the operator has a runner")
+	} else {
+		log.Info("runner loaded", "path", runner.Path, "hash", runner.Hash, "bytes", runner.Size)
 	}
-	if opts.Orchestrator != nil {
-		if reconciler.Orchestrator, err = opts.Orchestrator(mgr, m); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := reconciler.SetupWithManager(mgr, opts.Concurrency); err != nil {
-		return nil, nil, err
-	}
-	if err := addWebhook(mgr, opts, reconciler, log); err != nil {
-		return nil, nil, err
-	}
-	if opts.Extra != nil {
-		deps := Dependencies{Fetcher: fetcher, Compiler: compiler, Renderer: renderer, Metrics: m, Service: reconciler}
-		if err := opts.Extra(mgr, deps); err != nil {
-			return nil, nil, err
-		}
-	}
-	return mgr, reconciler, nil
+	recorder := mgr.GetEventRecorder("calaf-operator")
+	orchestrator := orchestration.NewOrchestrator(mgr.GetClient(), orchestration.NewPodExecutor(mgr.GetConfig(), runner), orchestration.Options{
+		Recorder: recorder,
+		Metrics:  orchestration.NewMetrics(metrics.Registry),
+		Notify:   triggers.Trigger,
+		Log:      log,
+	})
+	operations := &orchestration.OperationReconciler{Client: mgr.GetClient(), Notify: triggers.Trigger, Recorder: recorder}
+	return orchestrator, operations.SetupWithManager(mgr)
 }
 
 // addWebhook serves the push webhook when one is configured. It runs on the leader only,
 // where the reconciler it triggers runs.
-func addWebhook(mgr ctrl.Manager, opts Options, reconciler *controller.ServiceReconciler, log logr.Logger) error {
+func addWebhook(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, log logr.Logger) error {
 	if opts.WebhookAddress == "" && opts.WebhookListener == nil {
 		return nil
 	}
@@ -216,7 +244,7 @@ func addWebhook(mgr ctrl.Manager, opts Options, reconciler *controller.ServiceRe
 		Token:     opts.WebhookToken,
 		Reader:    mgr.GetClient(),
 		Namespace: opts.Namespace,
-		Trigger:   reconciler.Trigger,
+		Trigger:   triggers.Trigger,
 		Log:       log.WithName("webhook"),
 	}
 	mux := http.NewServeMux()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"calaf.io/calaf/internal/benchreport"
+	"calaf.io/calaf/test/benchreport"
 )
 
 var (
@@ -113,7 +113,7 @@ func ratio(r row) float64 {
 func markdown(rows []row) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", sectionTitle)
-	fmt.Fprintf(&b, "Written by `make bench` (internal/benchmarks) on %s: %s, %s/%s, %d CPUs, GOMAXPROCS %d, %s; load average at the end %s.\n\n",
+	fmt.Fprintf(&b, "Written by `make bench` (test/benchmarks) on %s: %s, %s/%s, %d CPUs, GOMAXPROCS %d, %s; load average at the end %s.\n\n",
 		time.Now().UTC().Format("2006-01-02"), benchreport.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), benchreport.LoadAverage())
 	b.WriteString("- **raw Puccini**: Puccini v0.22.7 parses and compiles the example's entry template with a new parser and URL context each time — the baseline, no Calaf code (the Calaf profile's import URL is mapped to its embedded files once, beforehand).\n")
 	b.WriteString("- **cold compile**: what Calaf does with a package it has not seen: `tosca.Open` (walk, SHA-256 digest), then `Compiler.Compile` with a new Compiler (preflight of imports, scriptlets and artifacts; the same Puccini parse and compile; diagnostics).\n")

@@ -21,7 +21,7 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/artifacts"
 	"calaf.io/calaf/artifacts/protocol"
-	"calaf.io/calaf/internal/benchreport"
+	"calaf.io/calaf/test/benchreport"
 	"calaf.io/calaf/test/e2e/framework"
 )
 

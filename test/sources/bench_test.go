@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
-	"calaf.io/calaf/internal/benchreport"
-	"calaf.io/calaf/internal/gitserver"
 	"calaf.io/calaf/source"
+	"calaf.io/calaf/test/benchreport"
+	"calaf.io/calaf/test/gitserver"
 	"calaf.io/calaf/tosca"
 )
 

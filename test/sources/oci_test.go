@@ -17,7 +17,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/cli"
-	"calaf.io/calaf/internal/gitserver"
+	"calaf.io/calaf/test/gitserver"
 )
 
 // pushWithCLI runs `calaf package push DIR oci://...` and returns the digest it prints.

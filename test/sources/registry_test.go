@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"calaf.io/calaf/internal/gitserver"
+	"calaf.io/calaf/test/gitserver"
 )
 
 // registryVersion is the distribution release test/registry/go.mod pins.

@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"calaf.io/calaf/api/v1alpha1"
-	"calaf.io/calaf/internal/gitserver"
 	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/test/gitserver"
 )
 
 const (

@@ -1,0 +1,207 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/fluxcd/pkg/ssa"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/jsonvalue"
+	"calaf.io/calaf/internal/text"
+	"calaf.io/calaf/orchestration"
+	"calaf.io/calaf/render"
+)
+
+// deployment is what the deploy phase gathers while it goes through the nodes.
+type deployment struct {
+	writer  client.Client
+	manager *ssa.ResourceManager
+	// failure is the first node that could not be applied: the nodes after it wait.
+	failure  *phaseError
+	applied  map[string]bool
+	changes  []string
+	statuses []v1alpha1.NodeStatus
+}
+
+// reconcileDeploy applies the nodes in dependency order: a node whose dependencies are not
+// healthy yet waits (what it runs from an earlier revision stays untouched), the others
+// are applied, checked and configured; each node's phase follows from what it found.
+func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error {
+	svc := s.Service
+	writer, manager, err := r.managerFor(svc)
+	if err != nil {
+		return newPhaseError(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, retry, err)
+	}
+	d := &deployment{writer: writer, manager: manager, applied: map[string]bool{}}
+	for _, node := range s.Result.Nodes {
+		st := s.nodeStatus(node)
+		if d.failure == nil {
+			setNodePhase(st, r.deployNode(ctx, s, d, node, st), s.Redact)
+			if st.Phase == v1alpha1.NodeReady {
+				s.Healthy[node.Name] = true
+			}
+		}
+		d.statuses = append(d.statuses, *st)
+	}
+	svc.Status.Nodes = d.statuses
+	svc.Status.Inventory = mergeInventory(svc.Status.Inventory, s.Result, d.applied)
+	if len(d.changes) > 0 && r.Recorder != nil {
+		r.Recorder.Eventf(svc, nil, "Normal", "Applied", "Apply", "%s", text.Truncate(strings.Join(d.changes, "\n"), 1024))
+	}
+	if d.failure != nil {
+		return d.failure
+	}
+	s.passed.applied = true
+	return nil
+}
+
+// deployNode applies one node's objects unless a dependency is not ready, observes them,
+// and runs its operations once they are healthy; it returns what it found.
+func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deployment, node *render.Node, st *v1alpha1.NodeStatus) nodeOutcome {
+	outcome := nodeOutcome{objects: len(node.Objects)}
+	if dep := firstUnhealthy(node.DependsOn, s.Healthy); dep != "" {
+		outcome.blockedBy = dep
+		r.observe(ctx, s, node, st, nil) // its attributes: what runs now is an earlier revision, or nothing
+		return outcome
+	}
+	if err := r.checkOwnership(ctx, s.Service, node.Objects); err != nil {
+		outcome.failure = err
+		if !errors.As(err, &d.failure) {
+			d.failure = newPhaseError(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, retry, err)
+		}
+		return outcome
+	}
+	result, err := r.applyObjects(ctx, d.writer, d.manager, string(s.Service.UID), node.Objects, s.Service.Spec.Force)
+	if result != nil {
+		d.changes = append(d.changes, result.changes...)
+		r.Metrics.countApplied(result.created, result.configured)
+	}
+	if err != nil {
+		outcome.failure = err
+		d.failure = classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, err)
+		return outcome
+	}
+	d.applied[node.Name] = true
+	for _, obj := range node.Objects {
+		r.ensureWatched(obj.GroupVersionKind())
+	}
+	health := r.observe(ctx, s, node, st, result.applied)
+	outcome.health = &health
+	// Every healthy node goes to the orchestrator: it runs the lifecycle operations due
+	// and the Day-2 Operations requested (and refuses those naming no operation).
+	if health.current() && r.Orchestrator != nil {
+		outcome.operations = r.runOperations(ctx, s, node, st)
+	}
+	return outcome
+}
+
+// nodeStatus returns the status entry of a node, keeping what the last reconcile knew.
+func (s *scope) nodeStatus(node *render.Node) *v1alpha1.NodeStatus {
+	st := &v1alpha1.NodeStatus{Name: node.Name, Type: node.Type, Phase: v1alpha1.NodePending}
+	if old, ok := s.nodes[node.Name]; ok {
+		st.Attributes = old.Attributes
+		st.Operations = old.Operations
+		st.Phase = old.Phase
+	}
+	st.DependsOn = node.DependsOn
+	for _, obj := range node.Objects {
+		st.Objects = append(st.Objects, obj.GetKind()+"/"+obj.GetName())
+	}
+	return st
+}
+
+func firstUnhealthy(names []string, healthy map[string]bool) string {
+	for _, name := range names {
+		if !healthy[name] {
+			return name
+		}
+	}
+	return ""
+}
+
+// observe reads the node's live objects (the applied copies when fresher), computes their
+// health with kstatus, and reads the node's attributes from them.
+func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.Node, st *v1alpha1.NodeStatus, applied map[string]*unstructured.Unstructured) health {
+	live := map[string]*unstructured.Unstructured{}
+	var h health
+	for _, obj := range node.Objects {
+		ref := obj.GetKind() + "/" + obj.GetName()
+		current, err := r.getLive(ctx, obj)
+		if fresh, ok := applied[ref]; ok && (current == nil || newer(fresh, current)) {
+			current, err = fresh, nil
+		}
+		if err != nil || current == nil {
+			h.waiting = append(h.waiting, ref+" does not exist yet")
+			continue
+		}
+		live[ref] = current
+		h.add(ref, current)
+	}
+	s.Live[node.Name] = live
+	values := node.Observe(secretless(live))
+	if values == nil {
+		values = map[string]any{}
+	}
+	maps.Copy(values, orchestration.OperationAttributes(st.Operations))
+	if len(values) > 0 {
+		s.Attributes[node.Name] = values
+		st.Attributes = jsonvalue.Map(s.Redact.Value, values)
+	}
+	return h
+}
+
+// health is what kstatus says of a node's objects.
+type health struct {
+	// failed is "Kind/name: message" of an object that failed.
+	failed string
+	// waiting are "Kind/name: message" of the objects not current yet.
+	waiting []string
+}
+
+func (h *health) add(ref string, obj *unstructured.Unstructured) {
+	result, err := status.Compute(obj)
+	switch {
+	case err != nil:
+		h.waiting = append(h.waiting, ref+": "+err.Error())
+	case result.Status == status.CurrentStatus:
+	case result.Status == status.FailedStatus:
+		h.failed = ref + ": " + result.Message
+	case result.Message == "":
+		h.waiting = append(h.waiting, ref+": "+string(result.Status))
+	default:
+		h.waiting = append(h.waiting, ref+": "+result.Message)
+	}
+}
+
+// current tells whether every object is current.
+func (h health) current() bool { return h.failed == "" && len(h.waiting) == 0 }
+
+// newer tells whether a's resource version is newer than b's (etcd revisions increase).
+func newer(a, b *unstructured.Unstructured) bool {
+	ra, errA := strconv.ParseUint(a.GetResourceVersion(), 10, 64)
+	rb, errB := strconv.ParseUint(b.GetResourceVersion(), 10, 64)
+	return errA == nil && errB == nil && ra > rb
+}
+
+// secretless drops Secrets: attributes are never read from them, so no secret reaches status.
+func secretless(live map[string]*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	out := make(map[string]*unstructured.Unstructured, len(live))
+	for ref, obj := range live {
+		if obj.GetKind() == "Secret" && obj.GroupVersionKind().Group == "" {
+			continue
+		}
+		out[ref] = obj
+	}
+	return out
+}
+
+// objectsReady is the message of a node whose objects are all current.
+func objectsReady(n int) string { return fmt.Sprintf("%d objects ready", n) }

@@ -1,0 +1,315 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/orchestration"
+	"calaf.io/calaf/source"
+)
+
+// want is a condition as a test expects it: status, reason, and a message prefix.
+type want struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+}
+
+var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func nodes(phases ...string) []v1alpha1.NodeStatus {
+	var out []v1alpha1.NodeStatus
+	for _, p := range phases {
+		name, phase, _ := strings.Cut(p, "=")
+		st := v1alpha1.NodeStatus{Name: name, Phase: v1alpha1.NodePhase(phase), Message: name + " says why"}
+		if phase == "FailedOp" {
+			st.Phase = v1alpha1.NodeFailed
+			st.Operations = []v1alpha1.NodeOperationStatus{{Name: "Standard.configure", Phase: v1alpha1.OperationFailed}}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Every failure class and every state of progress, as the conditions word it and as the
+// reconciler requeues: Ready, Reconciling and Stalled follow kstatus.
+func TestConditions(t *testing.T) {
+	passedAll := passed{revision: "main@sha1:abc", entry: "service.yaml", applied: true}
+	reconcilingSince := func(d time.Duration) []metav1.Condition {
+		return []metav1.Condition{{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonProgressing, LastTransitionTime: metav1.NewTime(now.Add(-d))}}
+	}
+	cases := []struct {
+		name       string
+		passed     passed
+		failure    error
+		nodes      []v1alpha1.NodeStatus
+		conditions []metav1.Condition // before the reconcile
+		want       map[string]*want   // nil: the condition is absent
+		requeue    string             // "retry", "interval", "progress", or a duration
+	}{
+		{
+			name:    "source refused: stalled",
+			failure: classifyFetch(&source.Error{Reason: v1alpha1.ReasonInvalidSource, Err: errors.New("no such path csar/")}),
+			want: map[string]*want{
+				v1alpha1.ConditionSourceReady: {metav1.ConditionFalse, v1alpha1.ReasonInvalidSource, "no such path csar/"},
+				v1alpha1.ConditionReady:       {metav1.ConditionFalse, v1alpha1.ReasonInvalidSource, "no such path csar/"},
+				v1alpha1.ConditionStalled:     {metav1.ConditionTrue, v1alpha1.ReasonInvalidSource, "no such path csar/"},
+				v1alpha1.ConditionReconciling: nil,
+				v1alpha1.ConditionCompiled:    nil,
+			},
+			requeue: "interval",
+		},
+		{
+			name:    "source unreachable: retried",
+			failure: classifyFetch(&source.Error{Reason: v1alpha1.ReasonFetchFailed, Transient: true, Err: errors.New("connection refused")}),
+			want: map[string]*want{
+				v1alpha1.ConditionSourceReady: {metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "connection refused"},
+				v1alpha1.ConditionReady:       {metav1.ConditionFalse, v1alpha1.ReasonFetchFailed, "connection refused"},
+				v1alpha1.ConditionReconciling: {metav1.ConditionTrue, v1alpha1.ReasonFetchFailed, "connection refused"},
+				v1alpha1.ConditionStalled:     nil,
+			},
+			requeue: "retry",
+		},
+		{
+			name:       "invalid package: stalled, the source is fine",
+			passed:     passed{revision: "r1"},
+			failure:    stalled(v1alpha1.ConditionCompiled, v1alpha1.ReasonInvalidPackage, "service.yaml:3: unknown type"),
+			conditions: []metav1.Condition{{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonProgressing}},
+			want: map[string]*want{
+				v1alpha1.ConditionSourceReady: {metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "fetched revision r1"},
+				v1alpha1.ConditionCompiled:    {metav1.ConditionFalse, v1alpha1.ReasonInvalidPackage, "service.yaml:3: unknown type"},
+				v1alpha1.ConditionReady:       {metav1.ConditionFalse, v1alpha1.ReasonInvalidPackage, "service.yaml:3"},
+				v1alpha1.ConditionStalled:     {metav1.ConditionTrue, v1alpha1.ReasonInvalidPackage, "service.yaml:3"},
+				v1alpha1.ConditionReconciling: nil,
+			},
+			requeue: "interval",
+		},
+		{
+			name:    "inputs object missing: retried",
+			passed:  passed{revision: "r1"},
+			failure: newPhaseError(v1alpha1.ConditionCompiled, v1alpha1.ReasonInvalidInputs, retry, errors.New(`inputs ConfigMap "core" not found`)),
+			want: map[string]*want{
+				v1alpha1.ConditionCompiled:    {metav1.ConditionFalse, v1alpha1.ReasonInvalidInputs, "inputs ConfigMap"},
+				v1alpha1.ConditionReconciling: {metav1.ConditionTrue, v1alpha1.ReasonInvalidInputs, "inputs ConfigMap"},
+				v1alpha1.ConditionStalled:     nil,
+			},
+			requeue: "retry",
+		},
+		{
+			name:    "take-over refused: stalled",
+			passed:  passed{revision: "r1", entry: "service.yaml"},
+			failure: stalled(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, `ConfigMap "x" already exists and belongs to no Calaf Service: refusing to take it over`),
+			want: map[string]*want{
+				v1alpha1.ConditionCompiled: {metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "compiled service.yaml"},
+				v1alpha1.ConditionApplied:  {metav1.ConditionFalse, v1alpha1.ReasonApplyFailed, `ConfigMap "x" already exists`},
+				v1alpha1.ConditionStalled:  {metav1.ConditionTrue, v1alpha1.ReasonApplyFailed, `ConfigMap "x"`},
+			},
+			requeue: "interval",
+		},
+		{
+			name:    "apply forbidden: stalled",
+			passed:  passed{revision: "r1", entry: "service.yaml"},
+			failure: classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, apierrors.NewForbidden(schema.GroupResource{Resource: "roles"}, "x", errors.New("no"))),
+			want: map[string]*want{
+				v1alpha1.ConditionApplied: {metav1.ConditionFalse, v1alpha1.ReasonApplyFailed, `roles "x" is forbidden`},
+				v1alpha1.ConditionStalled: {metav1.ConditionTrue, v1alpha1.ReasonApplyFailed, `roles "x"`},
+			},
+			requeue: "interval",
+		},
+		{
+			name:    "prune failed after apply: Applied false, retried",
+			passed:  passedAll,
+			failure: classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonPruneFailed, apierrors.NewServiceUnavailable("etcd")),
+			want: map[string]*want{
+				v1alpha1.ConditionApplied:     {metav1.ConditionFalse, v1alpha1.ReasonPruneFailed, "etcd"},
+				v1alpha1.ConditionReconciling: {metav1.ConditionTrue, v1alpha1.ReasonPruneFailed, "etcd"},
+				v1alpha1.ConditionStalled:     nil,
+			},
+			requeue: "retry",
+		},
+		{
+			name:    "waiting: looked at again after its delay",
+			passed:  passed{revision: "r1"},
+			failure: waiting(v1alpha1.ConditionCompiled, v1alpha1.ReasonProgressing, 3*time.Second, "waiting for the package"),
+			want: map[string]*want{
+				v1alpha1.ConditionReconciling: {metav1.ConditionTrue, v1alpha1.ReasonProgressing, "waiting for the package"},
+				v1alpha1.ConditionStalled:     nil,
+			},
+			requeue: "3s",
+		},
+		{
+			name:    "an unexpected error: internal, retried",
+			failure: fmt.Errorf("boom"),
+			want: map[string]*want{
+				v1alpha1.ConditionReady:       {metav1.ConditionFalse, v1alpha1.ReasonInternalError, "boom"},
+				v1alpha1.ConditionReconciling: {metav1.ConditionTrue, v1alpha1.ReasonInternalError, "boom"},
+			},
+			requeue: "retry",
+		},
+		{
+			name:       "every node ready",
+			passed:     passedAll,
+			nodes:      nodes("db=Ready", "web=Ready"),
+			conditions: append(reconcilingSince(time.Minute), metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonOperationFailed}),
+			want: map[string]*want{
+				v1alpha1.ConditionApplied:     {metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "applied revision main@sha1:abc"},
+				v1alpha1.ConditionHealthy:     {metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "all objects are healthy"},
+				v1alpha1.ConditionReady:       {metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "revision main@sha1:abc: 2 nodes ready"},
+				v1alpha1.ConditionReconciling: nil,
+				v1alpha1.ConditionStalled:     nil,
+			},
+			requeue: "interval",
+		},
+		{
+			name:   "a node progressing",
+			passed: passedAll,
+			nodes:  nodes("db=Ready", "web=Progressing"),
+			want: map[string]*want{
+				v1alpha1.ConditionHealthy:     {metav1.ConditionFalse, v1alpha1.ReasonProgressing, "1 of 2 nodes not ready; web: web says why"},
+				v1alpha1.ConditionReady:       {metav1.ConditionFalse, v1alpha1.ReasonProgressing, "1 of 2 nodes not ready"},
+				v1alpha1.ConditionReconciling: {metav1.ConditionTrue, v1alpha1.ReasonProgressing, "1 of 2 nodes not ready"},
+				v1alpha1.ConditionStalled:     nil,
+			},
+			requeue: "progress",
+		},
+		{
+			name:       "a node progressing past the timeout",
+			passed:     passedAll,
+			nodes:      nodes("db=Progressing"),
+			conditions: reconcilingSince(10 * time.Minute),
+			want: map[string]*want{
+				v1alpha1.ConditionReady:       {metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed, "timeout waiting for health: 1 of 1 nodes not ready; db: db says why"},
+				v1alpha1.ConditionReconciling: {metav1.ConditionTrue, v1alpha1.ReasonProgressing, "timeout waiting for health"},
+				v1alpha1.ConditionStalled:     nil,
+			},
+			requeue: "progress",
+		},
+		{
+			name:   "a node failed its health check: not stalled, it may recover",
+			passed: passedAll,
+			nodes:  nodes("db=Failed", "web=Pending"),
+			want: map[string]*want{
+				v1alpha1.ConditionReady:       {metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed, "2 of 2 nodes not ready; db: db says why"},
+				v1alpha1.ConditionReconciling: {metav1.ConditionTrue, v1alpha1.ReasonProgressing, "2 of 2"},
+				v1alpha1.ConditionStalled:     nil,
+			},
+			requeue: "progress",
+		},
+		{
+			name:   "an operation failed for good: stalled until a change",
+			passed: passedAll,
+			nodes:  nodes("db=Ready", "web=FailedOp"),
+			want: map[string]*want{
+				v1alpha1.ConditionReady:   {metav1.ConditionFalse, v1alpha1.ReasonOperationFailed, "1 of 2 nodes not ready; web"},
+				v1alpha1.ConditionStalled: {metav1.ConditionTrue, v1alpha1.ReasonOperationFailed, "1 of 2 nodes not ready; web"},
+			},
+			requeue: "progress",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+			svc.Spec.Interval = &metav1.Duration{Duration: 10 * time.Minute}
+			svc.Status.Nodes = tc.nodes
+			svc.Status.Conditions = tc.conditions
+			failure := asPhaseError(tc.failure)
+			message := ""
+			if failure != nil {
+				message = failure.err.Error()
+			}
+			setConditions(svc, tc.passed, failure, message, now)
+			for conditionType, w := range tc.want {
+				c := apimeta.FindStatusCondition(svc.Status.Conditions, conditionType)
+				switch {
+				case w == nil && c != nil:
+					t.Errorf("%s = %s %s %q, want it absent", conditionType, c.Status, c.Reason, c.Message)
+				case w != nil && c == nil:
+					t.Errorf("%s absent, want %s %s", conditionType, w.status, w.reason)
+				case w != nil && (c.Status != w.status || c.Reason != w.reason || !strings.HasPrefix(c.Message, w.message) || c.ObservedGeneration != 3):
+					t.Errorf("%s = %s %s %q (generation %d), want %s %s %q…", conditionType, c.Status, c.Reason, c.Message, c.ObservedGeneration, w.status, w.reason, w.message)
+				}
+			}
+			// observedGeneration and the last applied revision move only with Ready.
+			ready := apimeta.IsStatusConditionTrue(svc.Status.Conditions, v1alpha1.ConditionReady)
+			if ready && (svc.Status.ObservedGeneration != 3 || svc.Status.LastAppliedRevision != tc.passed.revision) ||
+				!ready && (svc.Status.ObservedGeneration != 0 || svc.Status.LastAppliedRevision != "") {
+				t.Errorf("Ready %v, observed generation %d, last applied %q", ready, svc.Status.ObservedGeneration, svc.Status.LastAppliedRevision)
+			}
+			checkRequeue(t, svc, failure, message, tc.requeue)
+		})
+	}
+}
+
+func checkRequeue(t *testing.T, svc *v1alpha1.Service, failure *phaseError, message, want string) {
+	t.Helper()
+	result, err := requeueFor(svc, failure, message, 5*time.Second, 0)
+	var retried *retryError
+	switch want {
+	case "retry":
+		if !errors.As(err, &retried) || !strings.HasPrefix(err.Error(), failure.reason+": ") {
+			t.Errorf("requeue %v, %v; want a retry with backoff", result, err)
+		}
+	case "interval": // 10 min with up to 10% jitter
+		if err != nil || result.RequeueAfter < 10*time.Minute || result.RequeueAfter > 11*time.Minute {
+			t.Errorf("requeue %v, %v; want the interval", result, err)
+		}
+	case "progress":
+		if err != nil || result.RequeueAfter != 5*time.Second {
+			t.Errorf("requeue %v, %v; want the progress interval", result, err)
+		}
+	default:
+		d, _ := time.ParseDuration(want)
+		if err != nil || result.RequeueAfter != d {
+			t.Errorf("requeue %v, %v; want %v", result, err, d)
+		}
+	}
+}
+
+// A node's phase, message and what it waits for, from what a reconcile learned of it.
+func TestNodePhase(t *testing.T) {
+	cases := []struct {
+		name                string
+		outcome             nodeOutcome
+		phase               v1alpha1.NodePhase
+		message, waitingFor string
+	}{
+		{"dependency not ready", nodeOutcome{blockedBy: "db", health: &health{}}, v1alpha1.NodePending, "waiting for node db to be ready", "node db"},
+		{"take-over refused", nodeOutcome{failure: errors.New(`ConfigMap "x" already exists`)}, v1alpha1.NodeFailed, `ConfigMap "x" already exists`, ""},
+		{"an object failed", nodeOutcome{health: &health{failed: "Job/migrate: Job Failed"}}, v1alpha1.NodeFailed, "Job/migrate: Job Failed", ""},
+		{"objects not current", nodeOutcome{health: &health{waiting: []string{"Deployment/web: Replicas: 0/1", "Service/web does not exist yet"}}}, v1alpha1.NodeProgressing, "Deployment/web: Replicas: 0/1; Service/web does not exist yet", "Deployment/web"},
+		{"an object missing", nodeOutcome{health: &health{waiting: []string{"Service/web does not exist yet"}}}, v1alpha1.NodeProgressing, "Service/web does not exist yet", "Service/web does not exist yet"},
+		{"ready, no operations", nodeOutcome{objects: 2, health: &health{}}, v1alpha1.NodeReady, "2 objects ready", ""},
+		{"ready, operations done", nodeOutcome{objects: 1, health: &health{}, operations: &orchestration.Result{Done: true}}, v1alpha1.NodeReady, "1 objects ready", ""},
+		{"operation failed", nodeOutcome{health: &health{}, operations: &orchestration.Result{Failure: errors.New("Standard.configure failed in pod a")}}, v1alpha1.NodeFailed, "Standard.configure failed in pod a", ""},
+		{"operations running", nodeOutcome{health: &health{}, operations: &orchestration.Result{Message: "running Standard.configure in 2 pods"}}, v1alpha1.NodeConfiguring, "running Standard.configure in 2 pods", ""},
+		{"operations due, nothing to say", nodeOutcome{objects: 3, health: &health{}, operations: &orchestration.Result{}}, v1alpha1.NodeConfiguring, "3 objects ready", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			phase, message, waitingFor := nodePhase(tc.outcome)
+			if phase != tc.phase || message != tc.message || waitingFor != tc.waitingFor {
+				t.Errorf("nodePhase = %s %q %q, want %s %q %q", phase, message, waitingFor, tc.phase, tc.message, tc.waitingFor)
+			}
+		})
+	}
+}
+
+// A node's message is redacted: a secret input value never reaches status.
+func TestNodePhaseRedacts(t *testing.T) {
+	r := &redactor{}
+	r.add("hunter2")
+	st := &v1alpha1.NodeStatus{}
+	setNodePhase(st, nodeOutcome{failure: errors.New("login with hunter2 refused")}, r)
+	if st.Message != "login with ***** refused" {
+		t.Errorf("message %q", st.Message)
+	}
+}

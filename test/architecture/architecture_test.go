@@ -1,0 +1,116 @@
+// Package architecture checks the shape of Calaf's import graph: the pipeline reads one
+// way (source → tosca → render → controller), the controller drives orchestration and
+// never the reverse, and the in-pod runner stands alone.
+package architecture
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "calaf.io/calaf/"
+
+// pkg is what `go list -json` says of a package.
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// list runs `go list -json` with args from the repository root.
+func list(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// The runner's binary is streamed into every pod that runs an operation: it must not pull
+// in Puccini, Kubernetes client code or any of the operator's packages.
+func TestRunnerStandsAlone(t *testing.T) {
+	runner := list(t, "-deps=false", "./cmd/calaf-runner")
+	deps := list(t, "-deps", "./cmd/calaf-runner")
+	if len(runner) != 1 || len(deps) < 2 {
+		t.Fatalf("go list found %d packages, %d deps", len(runner), len(deps))
+	}
+	forbidden := []string{"github.com/tliron/puccini", "k8s.io/", "sigs.k8s.io/", "helm.sh/"}
+	allowed := []string{module + "cmd/calaf-runner", module + "artifacts/runner", module + "artifacts/protocol"}
+	for _, dep := range deps {
+		for _, prefix := range forbidden {
+			if strings.HasPrefix(dep.ImportPath, prefix) {
+				t.Errorf("calaf-runner depends on %s", dep.ImportPath)
+			}
+		}
+		if strings.HasPrefix(dep.ImportPath, module) && !slices.Contains(allowed, dep.ImportPath) {
+			t.Errorf("calaf-runner depends on %s; it may use only %v", dep.ImportPath, allowed)
+		}
+	}
+}
+
+// mayImport lists, for each package of the module, the module's packages it may import
+// (internal/lru, internal/text and internal/jsonvalue are leaves anyone may use).
+var mayImport = map[string][]string{
+	"api/v1alpha1":       {},
+	"artifacts/protocol": {},
+	"artifacts/runner":   {"artifacts/protocol"},
+	"profiles":           {},
+	"tosca":              {"profiles"},
+	"render":             {"tosca", "api/v1alpha1"},
+	"source":             {"tosca", "api/v1alpha1"},
+	"source/webhook":     {"source", "api/v1alpha1"},
+	"orchestration":      {"api/v1alpha1", "artifacts/protocol", "render"},
+	"controller":         {"api/v1alpha1", "tosca", "render", "source", "orchestration"},
+	"internal/operator":  {"api/v1alpha1", "tosca", "render", "source", "source/webhook", "orchestration", "controller"},
+	"cmd/calaf":          {"internal/cli"},
+	"cmd/calaf-runner":   {"artifacts/runner"},
+}
+
+// Each package imports only the stages before it: in particular orchestration never
+// imports the controller (the controller hands it an Input and records its Result), and
+// api/ imports nothing of Calaf's.
+func TestImportsGoOneWay(t *testing.T) {
+	leaves := []string{"internal/lru", "internal/text", "internal/jsonvalue"}
+	checked := 0
+	for _, p := range list(t, "./...") {
+		name := strings.TrimPrefix(p.ImportPath, module)
+		allowed, ok := mayImport[name]
+		if !ok {
+			continue
+		}
+		checked++
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module)
+			if !slices.Contains(allowed, dep) && !slices.Contains(leaves, dep) {
+				t.Errorf("%s imports %s; it may import only %v (and %v)", name, dep, allowed, leaves)
+			}
+		}
+	}
+	if checked != len(mayImport) {
+		t.Errorf("checked %d packages, the table names %d: a package moved or was renamed", checked, len(mayImport))
+	}
+}
