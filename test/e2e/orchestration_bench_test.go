@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
-	"calaf.io/calaf/artifacts"
 	"calaf.io/calaf/artifacts/protocol"
+	"calaf.io/calaf/orchestration"
 	"calaf.io/calaf/test/benchreport"
 	"calaf.io/calaf/test/e2e/framework"
 )
@@ -72,11 +72,11 @@ func TestOrchestrationBench(t *testing.T) {
 	defer cancel()
 	pod := benchPod(t, c, ns)
 
-	runner, err := artifacts.LoadRunner(filepath.Join(filepath.Dir(suite.calaf), artifacts.RunnerName))
+	runner, err := orchestration.LoadRunner(filepath.Join(filepath.Dir(suite.calaf), orchestration.RunnerName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := artifacts.Target{Namespace: ns, Pod: pod.Name, Container: "main", PodUID: string(pod.UID)}
+	target := orchestration.Target{Namespace: ns, Pod: pod.Name, Container: "main", PodUID: string(pod.UID)}
 	jsReq := &protocol.Request{
 		Version: protocol.Version, Kind: protocol.KindJavaScript, Operation: "Standard.configure",
 		Artifact: protocol.ArtifactInfo{Name: "configure", File: "Artifacts/configure.js"},
@@ -109,7 +109,7 @@ func TestOrchestrationBench(t *testing.T) {
 		if _, err := c.Exec(ctx, ns, pod.Name, "main", "rm", "-rf", "/tmp/.calaf"); err != nil {
 			t.Fatal(err)
 		}
-		executor := artifacts.NewPodExecutor(c.Config, runner)
+		executor := orchestration.NewPodExecutor(c.Config, runner)
 		start = time.Now()
 		res, timing, err := executor.Run(ctx, target, jsReq)
 		total := time.Since(start)
