@@ -356,6 +356,12 @@ func archiveKind(head []byte) string {
 	return ""
 }
 
+// CleanPath normalizes a package path as the package does (slash-separated, no "." or
+// ".." steps) and refuses one that would leave the package.
+func CleanPath(name string) (string, error) {
+	return cleanRelative(name)
+}
+
 // cleanRelative normalizes an archive entry or package path and refuses anything that
 // would leave the package: absolute paths, "..", backslashes and NUL bytes.
 func cleanRelative(name string) (string, error) {

@@ -106,6 +106,12 @@ func (f *flight) visit(file string) {
 	}
 }
 
+// References returns the package paths a file refers to — its imports, scriptlet imports
+// and artifact files — whether they exist or not; nil for a file that is not YAML.
+func (p *Package) References(file string) []string {
+	return p.references(file)
+}
+
 // references lists the package-relative files that a YAML file of the package refers to:
 // its relative imports, scriptlet imports and artifact files. References that are URLs,
 // absolute or outside the package are left to the preflight to report.
