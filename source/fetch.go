@@ -30,6 +30,10 @@ type Artifact struct {
 	// Revision identifies what was fetched: "sha256:<archive>" for archives,
 	// "<ref>@sha1:<commit>" for git, "<tag>@sha256:<manifest>" for OCI.
 	Revision string
+	// Verification says how the package's signature was verified (SOL004); Signer is who
+	// signed it, when the signature verified.
+	Verification *v1alpha1.PackageVerification
+	Signer       *v1alpha1.PackageSigner
 }
 
 // Error is a failed fetch. Transient errors (network, server, missing object) are retried
@@ -64,6 +68,9 @@ type Fetcher struct {
 	// Git and OCI fetch those kinds of source; nil means unsupported.
 	Git GitFetcher
 	OCI OCIFetcher
+	// Verify is the operator's signature policy: every package, whatever its source,
+	// passes it (with the Service's spec.verify) before the Service sees it.
+	Verify VerifyDefaults
 
 	flight singleflight.Group
 	lock   sync.Mutex
@@ -85,8 +92,24 @@ type etagEntry struct {
 	key  string
 }
 
-// Fetch returns the package a Service names.
+// Fetch returns the package a Service names, once its digests and its signature passed
+// the Service's verification policy.
 func (f *Fetcher) Fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, error) {
+	artifact, err := f.fetch(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	// The artifact returned by a fetcher may be shared with concurrent reconciles: the
+	// verdict of this Service's policy goes into a copy.
+	verified := *artifact
+	if err := f.verify(ctx, svc, &verified); err != nil {
+		return nil, err
+	}
+	return &verified, nil
+}
+
+// fetch returns the package a Service names from its source.
+func (f *Fetcher) fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, error) {
 	src := svc.Spec.Source
 	switch {
 	case src.Upload != nil:
@@ -238,6 +261,17 @@ func storeError(err error) error {
 		return &Error{Reason: v1alpha1.ReasonInvalidPackage, Err: err}
 	}
 	return transient(v1alpha1.ReasonFetchFailed, "storing package: %v", err)
+}
+
+// atRevision names the revision in a failure of its content (integrity, invalid
+// package), so the message says which revision is refused. The error may be shared
+// between concurrent fetches: it is copied, never changed.
+func atRevision(err error, revision string) error {
+	var e *Error
+	if errors.As(err, &e) && (e.Reason == v1alpha1.ReasonIntegrityFailed || e.Reason == v1alpha1.ReasonInvalidPackage) {
+		return &Error{Reason: e.Reason, Transient: e.Transient, Err: fmt.Errorf("revision %s: %w", revision, e.Err)}
+	}
+	return err
 }
 
 func (f *Fetcher) maxArchive() int64 {

@@ -103,7 +103,7 @@ func (g *Git) Fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, erro
 		return g.fetch(ctx, src, creds, ref, commit)
 	})
 	if err != nil {
-		return nil, err
+		return nil, atRevision(err, ref.revision(commit))
 	}
 	fetched := value.(*gitFetched)
 	return &Artifact{Package: fetched.pkg, Revision: ref.revision(fetched.commit)}, nil

@@ -251,7 +251,7 @@ func (o *OCI) Fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, erro
 		return o.download(repo, digest, key, opts)
 	})
 	if err != nil {
-		return nil, err
+		return nil, atRevision(err, revision)
 	}
 	return &Artifact{Package: value.(*tosca.Package), Revision: revision}, nil
 }

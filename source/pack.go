@@ -50,7 +50,8 @@ func PackCSAR(pkg *tosca.Package) ([]byte, error) {
 }
 
 // PackCSARWith is PackCSAR with extra files (e.g. a generated manifest) added at the
-// given package paths, after the package's own files.
+// given package paths, after the package's own files; an extra file replaces the
+// package's file of the same path (e.g. a manifest once signed).
 func PackCSARWith(pkg *tosca.Package, extra map[string][]byte) ([]byte, error) {
 	var buffer bytes.Buffer
 	zw := zip.NewWriter(&buffer)
@@ -77,6 +78,9 @@ func PackCSARWith(pkg *tosca.Package, extra map[string][]byte) ([]byte, error) {
 		}
 	}
 	for _, f := range pkg.Files {
+		if _, replaced := extra[f.Path]; replaced {
+			continue
+		}
 		data, err := pkg.ReadFile(f.Path)
 		if err != nil {
 			return nil, err

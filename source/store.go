@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/tosca/sol004"
 )
 
 // Store keeps extracted packages by the SHA-256 of their archive, evicting the least
@@ -23,10 +24,11 @@ type Store struct {
 	// stored: a package whose manifest does not match is never stored.
 	Integrity tosca.IntegrityOptions
 
-	lock    sync.Mutex
-	size    int64
-	order   *list.List
-	entries map[string]*list.Element
+	lock     sync.Mutex
+	size     int64
+	order    *list.List
+	entries  map[string]*list.Element
+	evidence map[*tosca.Package]*sol004.Evidence
 }
 
 type storeEntry struct {
@@ -43,7 +45,7 @@ func NewStore(dir string, maxBytes int64, limits tosca.Limits) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, maxBytes: maxBytes, limits: limits, order: list.New(), entries: map[string]*list.Element{}}, nil
+	return &Store{dir: dir, maxBytes: maxBytes, limits: limits, order: list.New(), entries: map[string]*list.Element{}, evidence: map[*tosca.Package]*sol004.Evidence{}}, nil
 }
 
 // Get returns the package stored under key (an archive SHA-256 or a source revision).
@@ -58,13 +60,32 @@ func (s *Store) Get(key string) (*tosca.Package, bool) {
 	return element.Value.(*storeEntry).pkg, true
 }
 
+// Evidence returns what a stored package carries to prove its origin (its SOL004
+// signatures, checked against what they sign when it was stored); ok is false for a
+// package no longer stored.
+func (s *Store) Evidence(pkg *tosca.Package) (*sol004.Evidence, bool) {
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	evidence, ok := s.evidence[pkg]
+	return evidence, ok
+}
+
 // PutArchive extracts an archive and stores it under key (its SHA-256 when key is empty).
+// A SOL004 option 2 zip is unwrapped: the CSAR it holds is the package, its signature
+// the evidence.
 func (s *Store) PutArchive(key string, archive []byte, name string) (*tosca.Package, error) {
 	if key == "" {
 		key = SHA256(archive)
 	}
 	if pkg, ok := s.Get(key); ok {
 		return pkg, nil
+	}
+	envelope, err := sol004.Unwrap(archive, s.limits)
+	if err != nil {
+		return nil, err
+	}
+	if envelope != nil {
+		archive, name = envelope.CSAR, name+"/"+envelope.CSARName
 	}
 	pkg, err := tosca.OpenArchive(archive, name, s.limits)
 	if err != nil {
@@ -74,7 +95,7 @@ func (s *Store) PutArchive(key string, archive []byte, name string) (*tosca.Pack
 		pkg.Close()
 		return nil, err
 	}
-	return s.adopt(key, pkg)
+	return s.adopt(key, pkg, sol004.Examine(pkg, envelope))
 }
 
 // PutDirectory stores a package read from a directory (e.g. a git checkout), moving the
@@ -99,7 +120,7 @@ func (s *Store) PutDirectory(key, dir string) (*tosca.Package, error) {
 		pkg.Close()
 		return nil, err
 	}
-	return s.adopt(key, pkg)
+	return s.adopt(key, pkg, sol004.Examine(pkg, nil))
 }
 
 // TempDir returns a new empty directory on the store's file system, for a package to be
@@ -120,7 +141,7 @@ func (s *Store) Len() (int, int64) {
 	return s.order.Len(), s.size
 }
 
-func (s *Store) adopt(key string, pkg *tosca.Package) (*tosca.Package, error) {
+func (s *Store) adopt(key string, pkg *tosca.Package, evidence *sol004.Evidence) (*tosca.Package, error) {
 	var size int64
 	for _, f := range pkg.Files {
 		size += f.Size
@@ -132,12 +153,14 @@ func (s *Store) adopt(key string, pkg *tosca.Package) (*tosca.Package, error) {
 		return element.Value.(*storeEntry).pkg, nil
 	}
 	s.entries[key] = s.order.PushFront(&storeEntry{key: key, pkg: pkg, size: size})
+	s.evidence[pkg] = evidence
 	s.size += size
 	for s.size > s.maxBytes && s.order.Len() > 1 {
 		oldest := s.order.Back()
 		entry := oldest.Value.(*storeEntry)
 		s.order.Remove(oldest)
 		delete(s.entries, entry.key)
+		delete(s.evidence, entry.pkg)
 		s.size -= entry.size
 		entry.pkg.Close()
 	}

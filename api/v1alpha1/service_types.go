@@ -80,6 +80,50 @@ type ServiceSpec struct {
 	// Force recreates objects whose immutable fields changed (e.g. a selector).
 	// +optional
 	Force bool `json:"force,omitempty"`
+
+	// Verify checks the package's ETSI SOL004 signature — a signed manifest (option 1) or
+	// a signed CSAR (option 2) — against trust anchors before anything of it is used. The
+	// operator may impose a mode and anchors on every Service (--verify-mode,
+	// --verify-anchors); a Service can make the mode stricter, never weaker.
+	// +optional
+	Verify *VerifySpec `json:"verify,omitempty"`
+}
+
+// VerifyMode says what a package that fails verification does.
+// +kubebuilder:validation:Enum=Enforce;Warn
+type VerifyMode string
+
+const (
+	// VerifyEnforce refuses a package not signed by a certificate chaining to an anchor
+	// (IntegrityFailed); what already runs keeps running.
+	VerifyEnforce VerifyMode = "Enforce"
+	// VerifyWarn verifies as Enforce does, deploys anyway, and reports why in
+	// status.package.verification.
+	VerifyWarn VerifyMode = "Warn"
+)
+
+// VerifySpec is how the signature of a Service's package is verified.
+type VerifySpec struct {
+	// Mode: Enforce (the default) or Warn.
+	// +kubebuilder:default=Enforce
+	// +optional
+	Mode VerifyMode `json:"mode,omitempty"`
+
+	// Anchors names a Secret or ConfigMap of the Service's namespace holding the PEM
+	// certificates of the CAs trusted to vouch for package signers.
+	// +optional
+	Anchors *AnchorsReference `json:"anchors,omitempty"`
+}
+
+// AnchorsReference names a PEM bundle of trust anchors in a Secret or ConfigMap.
+type AnchorsReference struct {
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key holding the bundle; defaults to "ca.crt".
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // Source locates a TOSCA package. Exactly one member is set.
@@ -288,6 +332,42 @@ type PackageStatus struct {
 	TemplateName string `json:"templateName,omitempty"`
 	// +optional
 	TemplateVersion string `json:"templateVersion,omitempty"`
+	// Signer is the certificate that signed the package, when its signature verified.
+	// +optional
+	Signer *PackageSigner `json:"signer,omitempty"`
+	// Verification says how the package's signature was verified.
+	// +optional
+	Verification *PackageVerification `json:"verification,omitempty"`
+}
+
+// PackageSigner describes the certificate that signed a package.
+type PackageSigner struct {
+	// Subject and Issuer are distinguished names as in RFC 2253 ("CN=...,O=...").
+	Subject string `json:"subject"`
+	Issuer  string `json:"issuer"`
+	// Serial number, in hex as openssl prints it.
+	Serial string `json:"serial"`
+	// NotAfter is when the certificate expires: from then on, the package is refused.
+	NotAfter metav1.Time `json:"notAfter"`
+	// Anchor is the subject of the trust anchor the chain ends at.
+	// +optional
+	Anchor string `json:"anchor,omitempty"`
+}
+
+// PackageVerification says how a package's signature was verified.
+type PackageVerification struct {
+	// Mode of the policy applied: Enforce, Warn, or Off (no policy: signatures not checked).
+	Mode string `json:"mode"`
+	// Method: SignedManifest (SOL004 option 1), SignedCSAR (option 2) or Unsigned.
+	Method string `json:"method"`
+	// Verified tells whether every signature chains to an anchor and nothing was refused.
+	Verified bool `json:"verified"`
+	// SignedArtifacts counts the artifacts whose own signatures were verified.
+	// +optional
+	SignedArtifacts int32 `json:"signedArtifacts,omitempty"`
+	// Message says what was verified, or (Warn) why verification failed.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // InventoryEntry is an object the Service applied.

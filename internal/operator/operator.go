@@ -70,6 +70,8 @@ type Options struct {
 	WebhookListener net.Listener
 	// WebhookToken returns the token push notifications must carry; required with a webhook.
 	WebhookToken func() ([]byte, error)
+	// Verify is the signature policy every Service's package passes (SOL004).
+	Verify source.VerifyDefaults
 }
 
 // DefaultOptions are the defaults of `calaf operator`.
@@ -196,7 +198,7 @@ func newFetcher(mgr ctrl.Manager, opts Options) (*source.Fetcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("package cache: %w", err)
 	}
-	fetcher := &source.Fetcher{Store: store, Reader: mgr.GetAPIReader(), MaxArchiveBytes: limits.MaxTotalBytes}
+	fetcher := &source.Fetcher{Store: store, Reader: mgr.GetAPIReader(), MaxArchiveBytes: limits.MaxTotalBytes, Verify: opts.Verify}
 	fetcher.Git = &source.Git{Store: store, Reader: mgr.GetAPIReader()}
 	fetcher.OCI = &source.OCI{Store: store, Reader: mgr.GetAPIReader(), MaxArchiveBytes: limits.MaxTotalBytes}
 	if opts.Configure != nil {
