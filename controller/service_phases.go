@@ -94,12 +94,16 @@ func (r *ServiceReconciler) reconcileSource(ctx context.Context, s *scope) error
 	s.Artifact = artifact
 	svc := s.Service
 	svc.Status.LastAttemptedRevision = artifact.Revision
-	pkgStatus := &v1alpha1.PackageStatus{Revision: artifact.Revision, Digest: artifact.Package.Digest, Entry: artifact.Package.Entry}
+	pkgStatus := &v1alpha1.PackageStatus{Revision: artifact.Revision, Digest: artifact.Package.Digest, Entry: artifact.Package.Entry,
+		Signer: artifact.Signer, Verification: artifact.Verification}
 	if svc.Status.Package != nil && svc.Status.Package.Digest == pkgStatus.Digest {
 		pkgStatus.TemplateName, pkgStatus.TemplateVersion = svc.Status.Package.TemplateName, svc.Status.Package.TemplateVersion
 	}
 	svc.Status.Package = pkgStatus
 	s.passed.revision = artifact.Revision
+	if v := artifact.Verification; v != nil && v.Mode != "Off" {
+		s.passed.verification = v.Message
+	}
 	return nil
 }
 

@@ -21,6 +21,8 @@ import (
 // passed is what the phases of a reconcile achieved.
 type passed struct {
 	revision string // the revision fetched
+	// verification is how the package's signature was checked ("" when not at all).
+	verification string
 	entry    string // the template compiled
 	applied  bool   // every node applied (or waiting for its dependencies)
 }
@@ -107,7 +109,11 @@ func asPhaseError(err error) *phaseError {
 // Healthy and Ready from the node phases.
 func setConditions(svc *v1alpha1.Service, p passed, failure *phaseError, message string, now time.Time) {
 	if p.revision != "" {
-		setCondition(svc, v1alpha1.ConditionSourceReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "fetched revision "+p.revision)
+		message := "fetched revision " + p.revision
+		if p.verification != "" {
+			message += "; " + p.verification
+		}
+		setCondition(svc, v1alpha1.ConditionSourceReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, message)
 	}
 	if p.entry != "" {
 		setCondition(svc, v1alpha1.ConditionCompiled, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "compiled "+p.entry)
