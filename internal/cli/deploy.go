@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/tosca/sol004"
 )
 
 // maxUploadBytes is the largest package `calaf deploy` stores in a ConfigMap.
@@ -164,8 +166,10 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 }
 
 // packLocal validates a local package (unless told not to) and packs it for upload.
+// A signed CSAR (SOL004 option 2) is uploaded as it is, so the operator verifies its
+// signature.
 func packLocal(ctx context.Context, path, service, namespace string, inputs map[string]any, skipValidation bool) ([]byte, error) {
-	pkg, err := tosca.Open(path, tosca.DefaultLimits())
+	pkg, envelope, err := sol004.Open(path, tosca.DefaultLimits())
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +183,12 @@ func packLocal(ctx context.Context, path, service, namespace string, inputs map[
 			return nil, err
 		}
 	}
-	archive, err := source.Pack(pkg)
+	var archive []byte
+	if envelope != nil {
+		archive, err = os.ReadFile(path)
+	} else {
+		archive, err = source.Pack(pkg)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/tosca/sol004"
 )
 
 // packageFlags are the flags of the commands that compile a package offline.
@@ -24,6 +25,8 @@ type packageFlags struct {
 	namespace string
 	timeout   time.Duration
 	output    string
+	// anchors, when set, verifies the package's SOL004 signature against them.
+	anchors string
 }
 
 func (f *packageFlags) register(cmd *cobra.Command, outputs string, defaultOutput string) {
@@ -41,6 +44,8 @@ type compiled struct {
 	pkg       *tosca.Package
 	compiled  *tosca.Compiled
 	integrity *tosca.IntegrityReport
+	// signature is the verdict on the package's signature; Off without --anchors.
+	signature *sol004.Verdict
 }
 
 func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, error) {
@@ -48,14 +53,16 @@ func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, e
 	if err != nil {
 		return nil, err
 	}
-	pkg, err := tosca.Open(source, tosca.DefaultLimits())
-	if err != nil {
-		return nil, err
+	policy := sol004.Policy{}
+	if f.anchors != "" {
+		if policy, err = anchorsPolicy(f.anchors, "Enforce"); err != nil {
+			return nil, err
+		}
 	}
-	// A package with a SOL004 manifest must match it before anything reads it.
-	integrity, err := pkg.VerifyIntegrity(tosca.IntegrityOptions{})
+	// A package with a SOL004 manifest must match it, and with --anchors carry a trusted
+	// signature, before anything reads it.
+	pkg, integrity, verdict, err := sol004.VerifyPackage(source, tosca.DefaultLimits(), policy)
 	if err != nil {
-		pkg.Close()
 		return nil, err
 	}
 	result, err := tosca.NewCompiler(1).Compile(ctx, pkg, inputs)
@@ -63,7 +70,7 @@ func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, e
 		pkg.Close()
 		return nil, err
 	}
-	return &compiled{pkg: pkg, compiled: result, integrity: integrity}, nil
+	return &compiled{pkg: pkg, compiled: result, integrity: integrity, signature: verdict}, nil
 }
 
 func (f *packageFlags) render(ctx context.Context, c *compiled) (*render.Result, error) {
@@ -89,7 +96,7 @@ func newValidateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate SOURCE",
 		Short: "Validate a TOSCA package: parse, compile, evaluate functions and render it",
-		Long: "Validate a package (directory, CSAR, or YAML file) offline. Types, inputs, requirements,\n" +
+		Long: "Validate a package (directory, CSAR, signed zip, or YAML file) offline. Types, inputs, requirements,\n" +
 			"function expressions and the renderers of its profiles are all checked. Exit code 1 and\n" +
 			"one diagnostic per line on stderr when something is wrong.",
 		Args: cobra.ExactArgs(1),
@@ -110,10 +117,14 @@ func newValidateCommand() *cobra.Command {
 			if c.integrity.Manifest != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "integrity: %s\n", c.integrity.Summary())
 			}
+			if flags.anchors != "" {
+				printVerdict(cmd.OutOrStdout(), c.signature)
+			}
 			return nil
 		},
 	}
 	flags.register(cmd, "", "")
+	cmd.Flags().StringVar(&flags.anchors, "anchors", "", "PEM bundle of trust anchors: the package must carry a SOL004 signature chaining to one")
 	return cmd
 }
 

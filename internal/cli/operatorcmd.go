@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/source"
+	"calaf.io/calaf/tosca/sol004"
 )
 
 func newOperatorCommand() *cobra.Command {
@@ -25,6 +27,7 @@ func newOperatorCommand() *cobra.Command {
 	var burst int
 	memoryLimit := resource.MustParse("0")
 	var webhookTokenFile string
+	var verify verifyFlags
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the Calaf operator (reconciles Services and Operations)",
@@ -38,6 +41,9 @@ func newOperatorCommand() *cobra.Command {
 			config.QPS, config.Burst = qps, burst
 			operator.SetMemoryLimit(memoryLimit.Value())
 			opts.WebhookToken = webhookToken(webhookTokenFile)
+			if opts.Verify, err = verify.defaults(); err != nil {
+				return usageError{err}
+			}
 			return operator.Run(ctrl.SetupSignalHandler(), config, opts, zap.New(zap.UseFlagOptions(&zapOptions)))
 		},
 	}
@@ -62,6 +68,9 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.RunnerPath, "runner", "", "calaf-runner binary streamed into pods to run operations (default: next to calaf, or on $PATH)")
 	cmd.Flags().StringVar(&opts.WebhookAddress, "webhook-bind-address", "", "address of the push webhook, POST /hooks/git (empty: no webhook)")
 	cmd.Flags().StringVar(&webhookTokenFile, "webhook-token-file", "", "file holding the webhook token, re-read on every request (default: $CALAF_WEBHOOK_TOKEN)")
+	cmd.Flags().StringVar(&verify.mode, "verify-mode", "", "signature policy of every Service's package (SOL004): Enforce, Warn, or Off; spec.verify can only make it stricter")
+	cmd.Flags().StringVar(&verify.anchors, "verify-anchors", "", "PEM bundle of trust anchors every Service trusts (read at start)")
+	cmd.Flags().BoolVar(&verify.serviceAnchors, "verify-service-anchors", true, "also trust the anchors a Service names in spec.verify.anchors")
 	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
 	zapOptions.BindFlags(logFlags)
 	cmd.Flags().AddGoFlagSet(logFlags)
@@ -111,4 +120,32 @@ func unifiedDiff(a, b string) string {
 		A: difflib.SplitLines(a), B: difflib.SplitLines(b), FromFile: "live", ToFile: "desired", Context: 3,
 	})
 	return diff
+}
+
+// verifyFlags are the operator's signature policy flags.
+type verifyFlags struct {
+	mode           string
+	anchors        string
+	serviceAnchors bool
+}
+
+// defaults reads the flags into the policy every Service gets.
+func (f verifyFlags) defaults() (source.VerifyDefaults, error) {
+	mode, err := sol004.ParseMode(f.mode)
+	if err != nil {
+		return source.VerifyDefaults{}, fmt.Errorf("--verify-mode: %w", err)
+	}
+	defaults := source.VerifyDefaults{Mode: mode, IgnoreServiceAnchors: !f.serviceAnchors}
+	if f.anchors == "" {
+		return defaults, nil
+	}
+	data, err := os.ReadFile(f.anchors)
+	if err != nil {
+		return defaults, fmt.Errorf("--verify-anchors: %w", err)
+	}
+	if defaults.Anchors, err = sol004.ParseCertificates(data, f.anchors); err != nil {
+		return defaults, fmt.Errorf("--verify-anchors: %w", err)
+	}
+	defaults.AnchorsFrom = "the operator's anchors"
+	return defaults, nil
 }

@@ -12,14 +12,15 @@ import (
 
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/tosca/sol004"
 )
 
 func newPackageCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "package",
-		Short: "Pack a package into a CSAR, or push it to an OCI registry",
+		Short: "Pack, sign or verify a package, or push it to an OCI registry",
 	}
-	cmd.AddCommand(newPackCommand(), newPushCommand())
+	cmd.AddCommand(newPackCommand(), newPushCommand(), newSignCommand(), newVerifyCommand())
 	return cmd
 }
 
@@ -36,7 +37,7 @@ func (o *packOptions) register(cmd *cobra.Command) {
 // manifest, and returns it as a CSAR: a CSAR file is kept byte for byte, anything else is
 // packed reproducibly.
 func (o *packOptions) csar(source string, out io.Writer) ([]byte, *tosca.Package, error) {
-	pkg, err := tosca.Open(source, tosca.DefaultLimits())
+	pkg, envelope, err := sol004.Open(source, tosca.DefaultLimits())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -44,6 +45,15 @@ func (o *packOptions) csar(source string, out io.Writer) ([]byte, *tosca.Package
 	if err != nil {
 		pkg.Close()
 		return nil, nil, err
+	}
+	if envelope != nil { // a signed CSAR (SOL004 option 2) travels with its signature
+		data, err := os.ReadFile(source)
+		if err != nil {
+			pkg.Close()
+			return nil, nil, err
+		}
+		fmt.Fprintf(out, "signed CSAR %s with %s, kept byte for byte\n", envelope.CSARName, envelope.SignatureName)
+		return data, pkg, nil
 	}
 	var extra map[string][]byte
 	if o.manifest && report.Manifest == "" {
