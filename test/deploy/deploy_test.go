@@ -22,6 +22,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"calaf.io/calaf/internal/cli"
 )
 
 var apiClient client.Client
@@ -53,7 +55,7 @@ func run(m *testing.M) int {
 // and namespaces created, the rest by server-side dry-run: schemas, RBAC references,
 // Deployment validation).
 func TestOverlaysAreAccepted(t *testing.T) {
-	for _, overlay := range []string{"default", "namespaced", "test-ground", webhookOverlay(t)} {
+	for _, overlay := range []string{"default", "namespaced", "test-ground", webhookOverlay(t), componentOverlay(t, "verify")} {
 		t.Run(filepath.Base(overlay), func(t *testing.T) {
 			g := NewWithT(t)
 			objects := kustomize(t, overlay)
@@ -94,15 +96,41 @@ func TestWebhookComponent(t *testing.T) {
 	g.Expect(service.Spec.Selector).To(Equal(deployment.Spec.Selector.MatchLabels))
 }
 
+// The verify component requires signed packages of every Service: the operator gets
+// --verify-mode and --verify-anchors (flags it knows) with the anchors ConfigMap mounted
+// where the flag says.
+func TestVerifyComponent(t *testing.T) {
+	g := NewWithT(t)
+	var deployment appsv1.Deployment
+	for _, obj := range kustomize(t, componentOverlay(t, "verify")) {
+		if obj.GetKind() == "Deployment" {
+			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &deployment)).To(Succeed())
+		}
+	}
+	container := deployment.Spec.Template.Spec.Containers[0]
+	g.Expect(container.Args).To(ContainElements("--verify-mode=Enforce", "--verify-anchors=/etc/calaf/trust-anchors/ca.crt"))
+	g.Expect(container.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "trust-anchors", MountPath: "/etc/calaf/trust-anchors", ReadOnly: true}))
+	g.Expect(deployment.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.ConfigMap.Name", "calaf-trust-anchors")))
+	operator, _, err := cli.NewRootCommand(cli.Streams{In: &bytes.Buffer{}, Out: io.Discard, Err: io.Discard}).Find([]string{"operator"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(operator.ParseFlags(container.Args)).To(Succeed())
+	g.Expect(operator.Flags().Lookup("verify-mode").Value.String()).To(Equal("Enforce"))
+}
+
 // webhookOverlay writes an overlay of deploy/default with the webhook component, as the
 // component's comment tells users to.
 func webhookOverlay(t *testing.T) string {
+	return componentOverlay(t, "webhook")
+}
+
+// componentOverlay writes an overlay of deploy/default with a component of deploy/.
+func componentOverlay(t *testing.T, component string) string {
 	t.Helper()
 	deploy, err := filepath.Abs(filepath.Join("..", "..", "deploy"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "with-webhook")
+	dir := filepath.Join(t.TempDir(), "with-"+component)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +142,7 @@ func webhookOverlay(t *testing.T) string {
 		return rel
 	}
 	kustomization := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n- %s\n",
-		relative("default"), relative("webhook"))
+		relative("default"), relative(component))
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
 	}
