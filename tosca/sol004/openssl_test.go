@@ -87,12 +87,7 @@ func TestOpenSSLSignedPackagesVerify(t *testing.T) {
 	})
 	t.Run("option 2", func(t *testing.T) {
 		dir := t.TempDir()
-		files := testFiles()
-		pkgDir := t.TempDir()
-		for name, content := range files {
-			write(t, pkgDir, name, content)
-		}
-		csar := zipDir(t, pkgDir)
+		csar := zipDir(t, unsignedPackage(t))
 		write(t, dir, "demo.csar", string(csar))
 		openssl(t, dir, signArgs("demo.csar", "demo.cms", true)...)
 		parts := map[string][]byte{"demo.csar": csar, "demo.cms": []byte(read(t, dir, "demo.cms")), "demo.cert": []byte(read(t, keys, "vendor.pem"))}

@@ -90,6 +90,13 @@ func (p *pki) credentials() *Credentials {
 	return &Credentials{Key: p.vendor.key, Certificate: p.vendor.cert, Chain: []*x509.Certificate{p.intermediate.cert}}
 }
 
+// fullChain signs as the vendor, with the intermediate and the root in the chain.
+func (p *pki) fullChain() *Credentials {
+	c := p.credentials()
+	c.Chain = append(c.Chain, p.root.cert)
+	return c
+}
+
 // policy trusts the root, in Enforce mode.
 func (p *pki) policy() Policy {
 	return Policy{Mode: Enforce, Anchors: []*x509.Certificate{p.root.cert}, AnchorsFrom: "the test"}
@@ -158,6 +165,18 @@ func manifestOf(files map[string]string) string {
 		b.WriteString("\nSource: " + name + "\nAlgorithm: SHA-256\nHash: " + hex.EncodeToString(sum[:]) + "\n")
 	}
 	return b.String()
+}
+
+// unsignedPackage writes the test package with an unsigned manifest into a new directory.
+func unsignedPackage(t *testing.T) string {
+	t.Helper()
+	files := testFiles()
+	files["service.mf"] = manifestOf(files)
+	dir := t.TempDir()
+	for name, content := range files {
+		write(t, dir, name, content)
+	}
+	return dir
 }
 
 // signedPackage writes the test package, its manifest signed by c, into a new directory.

@@ -204,7 +204,7 @@ func (p Policy) untrusted(sig *Signature) string {
 	if p.AnchorsFrom != "" {
 		anchors += " from " + p.AnchorsFrom
 	}
-	selfSigned := bytes.Equal(top.RawIssuer, top.RawSubject) && top.CheckSignatureFrom(top) == nil
+	selfSigned := bytes.Equal(top.RawIssuer, top.RawSubject) && top.CheckSignature(top.SignatureAlgorithm, top.RawTBSCertificate, top.Signature) == nil
 	switch {
 	case selfSigned && top == sig.Signer:
 		return fmt.Sprintf("certificate %s is self-signed and not a trust anchor (%s)", describe(top), anchors)

