@@ -180,7 +180,7 @@ func push(t *testing.T, repo *gitserver.Repo, files map[string]string) string {
 func createSignedService(t *testing.T, ns, name, url string) client.ObjectKey {
 	t.Helper()
 	svc := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.ServiceSpec{
-		Source: v1alpha1.Source{Git: &v1alpha1.GitSource{URL: url, Path: "deploy", SecretRef: &v1alpha1.LocalObjectReference{Name: "git"}}},
+		Source:        v1alpha1.Source{Git: &v1alpha1.GitSource{URL: url, Path: "deploy", SecretRef: &v1alpha1.LocalObjectReference{Name: "git"}}},
 		Interval:      &metav1.Duration{Duration: 2 * time.Second},
 		RetryInterval: &metav1.Duration{Duration: 2 * time.Second},
 		Verify:        &v1alpha1.VerifySpec{Mode: v1alpha1.VerifyEnforce, Anchors: &v1alpha1.AnchorsReference{Kind: "ConfigMap", Name: "anchors"}},
