@@ -169,7 +169,7 @@ func TestOperatorVerificationDefaults(t *testing.T) {
 	ignoring := enforcing
 	ignoring.IgnoreServiceAnchors = true
 	_, err = fetcher(ignoring).Fetch(ctx, tenant)
-	g.Expect(err).To(MatchError(ContainSubstring(`which is not a trust anchor (trusted: "CN=Operator Root CA" from the operator's anchors)`)))
+	g.Expect(err).To(MatchError(ContainSubstring(`which is neither in the package nor a trust anchor (trusted: "CN=Operator Root CA" from the operator's anchors)`)))
 
 	// Anchors that cannot be read are a misconfiguration of the Service, said as such.
 	missingKey := enforce(urlService(server.URL+"/tenant.csar", "", ""), "tenant-anchors")
