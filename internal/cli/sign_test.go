@@ -59,7 +59,7 @@ func TestPackageSignVerifyValidate(t *testing.T) {
 			t.Fatalf("validate --anchors option %s: exit %d: %s%s", option, code, stdout, stderr)
 		}
 		code, stdout, stderr = runCLI("package", "verify", target, "--anchors", otherRoot)
-		if code != ExitInvalid || !strings.Contains(stderr, `error: integrity: `) || !strings.Contains(stderr, `is signed by CA "CN=vendor Root CA", which is not a trust anchor (trusted: "CN=other Root CA" from `+otherRoot) {
+		if code != ExitInvalid || !strings.Contains(stderr, `error: integrity: `) || !strings.Contains(stderr, `certificate "CN=vendor Signer" does not chain to a trust anchor: "CN=vendor Intermediate CA" is issued by "CN=vendor Root CA", which is neither in the package nor a trust anchor (trusted: "CN=other Root CA" from `+otherRoot) {
 			t.Fatalf("verify with other anchors, option %s: exit %d: %s%s", option, code, stdout, stderr)
 		}
 		code, stdout, stderr = runCLI("package", "verify", target, "--anchors", otherRoot, "--mode", "Warn")

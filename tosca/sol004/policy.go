@@ -211,7 +211,7 @@ func (p Policy) untrusted(sig *Signature) string {
 	case selfSigned:
 		return fmt.Sprintf("certificate %s is signed by CA %s, which is not a trust anchor (%s)", describe(sig.Signer), describe(top), anchors)
 	}
-	return fmt.Sprintf("the chain of certificate %s is incomplete: %s is issued by %q, which is neither in the package nor a trust anchor (%s); add the intermediate certificate to the signature or the certificate file",
+	return fmt.Sprintf("certificate %s does not chain to a trust anchor: %s is issued by %q, which is neither in the package nor a trust anchor (%s); a missing intermediate certificate belongs in the signature or the certificate file",
 		describe(sig.Signer), describe(top), top.Issuer.String(), anchors)
 }
 

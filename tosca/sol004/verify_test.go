@@ -186,7 +186,7 @@ func TestRefusals(t *testing.T) {
 		}},
 		{name: "untrusted CA", want: `service.mf:18: certificate "CN=Other Vendor,O=Calaf Test" is signed by CA "CN=Other Root CA,O=Calaf Test", which is not a trust anchor (trusted: "CN=Calaf Test Root CA,O=Calaf Test" from the test)`,
 			source: func(t *testing.T) string { return signedPackage(t, other.fullChain(), nil) }},
-		{name: "untrusted CA, its root not in the package", want: `service.mf:18: the chain of certificate "CN=Other Vendor,O=Calaf Test" is incomplete: "CN=Other Intermediate CA,O=Calaf Test" is issued by "CN=Other Root CA,O=Calaf Test", which is neither in the package nor a trust anchor`,
+		{name: "untrusted CA, its root not in the package", want: `service.mf:18: certificate "CN=Other Vendor,O=Calaf Test" does not chain to a trust anchor: "CN=Other Intermediate CA,O=Calaf Test" is issued by "CN=Other Root CA,O=Calaf Test", which is neither in the package nor a trust anchor`,
 			source: func(t *testing.T) string { return signedPackage(t, other.credentials(), nil) }},
 		{name: "self-signed signer", want: `certificate "CN=Other Root CA,O=Calaf Test" is self-signed and not a trust anchor`,
 			source: func(t *testing.T) string {
@@ -202,7 +202,7 @@ func TestRefusals(t *testing.T) {
 			source: func(t *testing.T) string { return signedPackage(t, with(keyEncipherment, ca.intermediate.cert), nil) }},
 		{name: "certificate for TLS servers", want: `certificate "CN=TLS Server,O=Calaf Test" is not valid for signing: its extended key usage (server auth) allows neither code signing nor email protection`,
 			source: func(t *testing.T) string { return signedPackage(t, with(serverAuth, ca.intermediate.cert), nil) }},
-		{name: "missing intermediate", want: `the chain of certificate "CN=Calaf Test Vendor,O=Calaf Test" is incomplete: "CN=Calaf Test Vendor,O=Calaf Test" is issued by "CN=Calaf Test Intermediate CA,O=Calaf Test", which is neither in the package nor a trust anchor`,
+		{name: "missing intermediate", want: `certificate "CN=Calaf Test Vendor,O=Calaf Test" does not chain to a trust anchor: "CN=Calaf Test Vendor,O=Calaf Test" is issued by "CN=Calaf Test Intermediate CA,O=Calaf Test", which is neither in the package nor a trust anchor`,
 			source: func(t *testing.T) string { return signedPackage(t, with(ca.vendor), nil) }},
 		{name: "signature over another manifest", want: "service.mf:18: the CMS signature does not sign the manifest: it signs content with digest", source: func(t *testing.T) string {
 			other := signedPackage(t, good, func(files map[string]string) { files["Files/configure.sh"] = "#!/bin/sh\necho other\n" })
