@@ -15,9 +15,12 @@ import (
 const (
 	// maxCertificates bounds the certificates read from one bundle or signature.
 	maxCertificates = 64
-	// maxSignatureBytes bounds a CMS signature or a certificate file: a signature with a
-	// chain of a few certificates is a few KiB.
+	// maxSignatureBytes bounds a certificate file or a signature file as read.
 	maxSignatureBytes = 1 << 20
+	// maxCMSBytes bounds the DER of a CMS signature: one with a chain of a few
+	// certificates is a few KiB. The bound also bounds how deep a hostile BER nesting
+	// makes the parser recurse (measured: about 25 MiB of stack).
+	maxCMSBytes = 64 << 10
 )
 
 // ParseCertificates reads the certificates of a PEM bundle (or of one DER certificate).

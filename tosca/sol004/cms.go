@@ -39,11 +39,15 @@ func (s *Signature) diagnostic(message string) tosca.Diagnostic {
 // decodeCMS returns the DER of a CMS signature given in PEM ("CMS", "PKCS7" or
 // "SIGNED DATA" blocks) or in DER; rest is what follows the PEM block.
 func decodeCMS(data []byte) (der, rest []byte, err error) {
-	if len(data) > maxSignatureBytes {
-		return nil, nil, fmt.Errorf("the CMS signature is %d bytes, more than the %d allowed", len(data), maxSignatureBytes)
+	tooLarge := fmt.Errorf("the CMS signature is more than the %d bytes allowed", maxCMSBytes)
+	if len(data) > 2*maxCMSBytes { // PEM text, with room for base64 and line breaks
+		return nil, nil, tooLarge
 	}
 	trimmed := bytes.TrimSpace(data)
 	if !bytes.HasPrefix(trimmed, []byte("-----BEGIN")) {
+		if len(trimmed) > maxCMSBytes {
+			return nil, nil, tooLarge
+		}
 		return trimmed, nil, nil
 	}
 	if bytes.Count(trimmed, []byte("-----BEGIN")) > 1 {
@@ -58,6 +62,9 @@ func decodeCMS(data []byte) (der, rest []byte, err error) {
 	case "CMS", "PKCS7", "SIGNED DATA":
 	default:
 		return nil, nil, fmt.Errorf("a %q PEM block where a CMS signature belongs", block.Type)
+	}
+	if len(block.Bytes) > maxCMSBytes {
+		return nil, nil, tooLarge
 	}
 	return block.Bytes, rest, nil
 }
