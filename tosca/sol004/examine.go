@@ -24,7 +24,7 @@ const (
 )
 
 // cmsBegin starts the CMS block that signs a manifest.
-var cmsBegin = []byte("-----BEGIN CMS-----")
+const cmsBegin = "-----BEGIN CMS-----"
 
 // Evidence is what a package carries to prove its origin, with the checks that need no
 // trust anchors already made. It depends only on the package's bytes.
@@ -72,7 +72,7 @@ func Examine(pkg *tosca.Package, env *Envelope) *Evidence {
 	}
 	exempt := map[string]bool{manifestPath: true, tosca.MetaPath: true}
 	signedManifest := false
-	if begin := bytes.Index(raw, cmsBegin); begin >= 0 {
+	if begin := bytes.Index(raw, []byte(cmsBegin)); begin >= 0 {
 		ev.Signatures = append(ev.Signatures, examineManifest(pkg, manifestPath, raw, begin, exempt, ev))
 		if ev.Method == Unsigned {
 			ev.Method, signedManifest = SignedManifest, true

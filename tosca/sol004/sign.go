@@ -106,7 +106,7 @@ func (c *Credentials) Sign(content []byte) ([]byte, error) {
 // signing every byte before it (SOL004 option 1); a CMS block the manifest had is
 // replaced.
 func SignManifest(manifest []byte, c *Credentials) ([]byte, error) {
-	if i := bytes.Index(manifest, cmsBegin); i >= 0 {
+	if i := bytes.Index(manifest, []byte(cmsBegin)); i >= 0 {
 		manifest = manifest[:i]
 	}
 	signed := bytes.TrimRight(manifest, "\r\n\t ")
