@@ -15,6 +15,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/source"
+	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/tosca/sol004"
 	"calaf.io/calaf/tosca/sol004/sol004test"
 )
@@ -71,6 +72,7 @@ func TestVerificationPolicyForEverySource(t *testing.T) {
 	reg, _ := newRegistry(t, false)
 	push(t, reg.host, "calaf/demo", "signed", signedFiles(t, "signed", p.Signer), source.OCIOptions{Insecure: true, Keychain: basicKeychain()})
 	push(t, reg.host, "calaf/demo", "unsigned", map[string]string{"service.yaml": template("unsigned")}, source.OCIOptions{Insecure: true, Keychain: basicKeychain()})
+	pushWrapped(t, "oci://"+reg.host+"/calaf/demo:wrapped", wrapped)
 	upload := func(name string, archive []byte) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name}, BinaryData: map[string][]byte{source.UploadKey: archive}}
 	}
@@ -98,6 +100,7 @@ func TestVerificationPolicyForEverySource(t *testing.T) {
 		{name: "git", svc: gitService(gitServer.RepoURL(repo.Name), nil, "deploy", "git"), method: "SignedManifest"},
 		{name: "git, unsigned", svc: gitService(gitServer.RepoURL(repo.Name), nil, "plain", "git"), revision: "main@sha1:" + commit},
 		{name: "OCI", svc: ociService("oci://"+reg.host+"/calaf/demo", "signed", "", "registry", true), method: "SignedManifest"},
+		{name: "OCI, option 2", svc: ociService("oci://"+reg.host+"/calaf/demo", "wrapped", "", "registry", true), method: "SignedCSAR"},
 		{name: "OCI, unsigned", svc: ociService("oci://"+reg.host+"/calaf/demo", "unsigned", "", "registry", true), revision: "unsigned@sha256:"},
 	}
 	for _, c := range cases {
@@ -118,6 +121,27 @@ func TestVerificationPolicyForEverySource(t *testing.T) {
 			g.Expect(artifact.Signer.Subject).To(Equal("CN=Sources Signer"))
 			g.Expect(artifact.Signer.Anchor).To(Equal("CN=Sources Root CA"))
 		})
+	}
+}
+
+// pushWrapped pushes an option 2 zip as the layer, as calaf package push does.
+func pushWrapped(t *testing.T, reference string, wrapped []byte) {
+	t.Helper()
+	envelope, err := sol004.Unwrap(wrapped, tosca.DefaultLimits())
+	if err != nil || envelope == nil {
+		t.Fatalf("not an option 2 zip: %v", err)
+	}
+	pkg, err := tosca.OpenArchive(envelope.CSAR, "inner.csar", tosca.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pkg.Close()
+	ref, err := source.ParseOCIReference(reference, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := source.PushOCI(ref, wrapped, pkg, source.OCIOptions{Insecure: true, Keychain: basicKeychain()}); err != nil {
+		t.Fatal(err)
 	}
 }
 
