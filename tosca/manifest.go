@@ -49,19 +49,8 @@ func (e ManifestEntry) External() bool {
 	return strings.Contains(e.Source, "://")
 }
 
-// SignatureVerifier verifies what signs a package: the CMS signature of its manifest and
-// the signatures of its artifacts (SOL004 option 1), or the signature of the whole CSAR
-// (option 2, checked before the package is opened). The digests of the manifest are
-// already verified when it is called.
-type SignatureVerifier interface {
-	VerifySignatures(pkg *Package, manifest *Manifest) error
-}
-
 // IntegrityOptions configure VerifyIntegrity.
 type IntegrityOptions struct {
-	// Signatures, when set, verifies the signatures of the manifest; without it they are
-	// reported as present but not checked.
-	Signatures SignatureVerifier
 	// RequireManifest refuses a package that has no manifest.
 	RequireManifest bool
 }
@@ -79,10 +68,9 @@ type IntegrityReport struct {
 	// Unlisted lists package files the manifest does not cover (besides itself, TOSCA.meta,
 	// and signature files).
 	Unlisted []string
-	// Signed tells whether the manifest carries signatures; SignaturesVerified whether a
-	// SignatureVerifier checked them.
-	Signed             bool
-	SignaturesVerified bool
+	// Signed tells whether the manifest carries signatures (package sol004 verifies them
+	// against trust anchors).
+	Signed bool
 }
 
 // Summary describes the report in one line.
@@ -104,11 +92,8 @@ func (r *IntegrityReport) Summary() string {
 	if len(r.Unlisted) > 0 {
 		s += fmt.Sprintf(", %d files not listed", len(r.Unlisted))
 	}
-	switch {
-	case r.SignaturesVerified:
-		s += ", signatures verified"
-	case r.Signed:
-		s += ", signatures present but not verified"
+	if r.Signed {
+		s += ", signatures present but not verified (no trust anchors given)"
 	}
 	return s
 }
@@ -194,91 +179,99 @@ func (p *Package) VerifyIntegrity(opts IntegrityOptions) (*IntegrityReport, erro
 	if err != nil {
 		return report, err
 	}
-	var problems []Diagnostic
-	fail := func(line int, format string, args ...any) {
-		problems = append(problems, Diagnostic{File: manifestPath, Line: line, Message: fmt.Sprintf(format, args...)})
-	}
-	covered := map[string]bool{manifestPath: true, MetaPath: true}
+	c := &integrityCheck{pkg: p, report: report, manifest: manifestPath, covered: map[string]bool{manifestPath: true, MetaPath: true}}
 	for _, entry := range manifest.Entries {
-		if entry.Signature != "" || entry.Certificate != "" {
-			report.Signed = true
-		}
-		for _, extra := range []string{entry.Signature, entry.Certificate} {
-			if extra == "" || strings.Contains(extra, "://") {
-				continue
-			}
-			if clean, err := cleanRelative(extra); err == nil && p.has(clean) {
-				covered[clean] = true
-			} else {
-				fail(entry.Line, "%s: signature file %q is not in the package", entry.Source, extra)
-			}
-		}
-		if entry.External() {
-			report.External = append(report.External, entry.Source)
-			continue
-		}
-		clean, err := cleanRelative(entry.Source)
-		if err != nil {
-			fail(entry.Line, "Source %q: %v", entry.Source, err)
-			continue
-		}
-		covered[clean] = true
-		if !p.has(clean) {
-			fail(entry.Line, "%s: listed in the manifest but missing from the package", clean)
-			continue
-		}
-		if entry.Algorithm == "" && entry.Hash == "" {
-			report.Listed = append(report.Listed, clean)
-			continue
-		}
-		algorithm := strings.ToUpper(entry.Algorithm)
-		newHash, known := hashes[algorithm]
-		switch {
-		case entry.Algorithm == "":
-			fail(entry.Line, "%s: Hash without Algorithm", clean)
-			continue
-		case !known:
-			fail(entry.Line, "%s: unsupported digest algorithm %q (supported: SHA-256, SHA-384, SHA-512)", clean, entry.Algorithm)
-			continue
-		case entry.Hash == "":
-			fail(entry.Line, "%s: Algorithm without Hash", clean)
-			continue
-		}
-		content, err := p.ReadFile(clean)
-		if err != nil {
-			fail(entry.Line, "%s: %v", clean, err)
-			continue
-		}
-		h := newHash()
-		h.Write(content)
-		actual := hex.EncodeToString(h.Sum(nil))
-		if !strings.EqualFold(actual, entry.Hash) {
-			fail(entry.Line, "%s: %s mismatch: the manifest says %s, the file has %s", clean, algorithm, strings.ToLower(entry.Hash), actual)
-			continue
-		}
-		report.Verified[algorithm] = append(report.Verified[algorithm], clean)
+		c.entry(entry)
 	}
 	for _, f := range p.Files {
-		if !covered[f.Path] && !isSignatureFile(f.Path) {
+		if !c.covered[f.Path] && !isSignatureFile(f.Path) {
 			report.Unlisted = append(report.Unlisted, f.Path)
 		}
 	}
-	if len(manifest.Signature) > 0 {
-		report.Signed = true
-	}
-	if len(problems) > 0 {
-		return report, &IntegrityError{Diagnostics: problems}
-	}
-	if opts.Signatures != nil {
-		if err := opts.Signatures.VerifySignatures(p, manifest); err != nil {
-			if IsIntegrity(err) {
-				return report, err
-			}
-			return report, &IntegrityError{Diagnostics: []Diagnostic{{File: manifestPath, Message: "signature: " + err.Error()}}}
-		}
-		report.SignaturesVerified = true
+	report.Signed = report.Signed || len(manifest.Signature) > 0
+	if len(c.problems) > 0 {
+		return report, &IntegrityError{Diagnostics: c.problems}
 	}
 	return report, nil
+}
+
+// integrityCheck is the check of a package's files against its manifest's entries.
+type integrityCheck struct {
+	pkg      *Package
+	report   *IntegrityReport
+	manifest string
+	covered  map[string]bool // files the manifest covers
+	problems []Diagnostic
+}
+
+func (c *integrityCheck) fail(line int, format string, args ...any) {
+	c.problems = append(c.problems, Diagnostic{File: c.manifest, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// entry checks one manifest entry: its signature files are in the package, its file
+// exists and its digest matches.
+func (c *integrityCheck) entry(entry ManifestEntry) {
+	if entry.Signature != "" || entry.Certificate != "" {
+		c.report.Signed = true
+	}
+	for _, extra := range []string{entry.Signature, entry.Certificate} {
+		if extra == "" || strings.Contains(extra, "://") {
+			continue
+		}
+		if clean, err := cleanRelative(extra); err == nil && c.pkg.has(clean) {
+			c.covered[clean] = true
+		} else {
+			c.fail(entry.Line, "%s: signature file %q is not in the package", entry.Source, extra)
+		}
+	}
+	if entry.External() {
+		c.report.External = append(c.report.External, entry.Source)
+		return
+	}
+	clean, err := cleanRelative(entry.Source)
+	if err != nil {
+		c.fail(entry.Line, "Source %q: %v", entry.Source, err)
+		return
+	}
+	c.covered[clean] = true
+	switch {
+	case !c.pkg.has(clean):
+		c.fail(entry.Line, "%s: listed in the manifest but missing from the package", clean)
+	case entry.Algorithm == "" && entry.Hash == "":
+		c.report.Listed = append(c.report.Listed, clean)
+	default:
+		c.digest(entry, clean)
+	}
+}
+
+// digest checks the digest of a listed file.
+func (c *integrityCheck) digest(entry ManifestEntry, clean string) {
+	algorithm := strings.ToUpper(entry.Algorithm)
+	newHash, known := hashes[algorithm]
+	switch {
+	case entry.Algorithm == "":
+		c.fail(entry.Line, "%s: Hash without Algorithm", clean)
+		return
+	case !known:
+		c.fail(entry.Line, "%s: unsupported digest algorithm %q (supported: SHA-256, SHA-384, SHA-512)", clean, entry.Algorithm)
+		return
+	case entry.Hash == "":
+		c.fail(entry.Line, "%s: Algorithm without Hash", clean)
+		return
+	}
+	content, err := c.pkg.ReadFile(clean)
+	if err != nil {
+		c.fail(entry.Line, "%s: %v", clean, err)
+		return
+	}
+	h := newHash()
+	h.Write(content)
+	actual := hex.EncodeToString(h.Sum(nil))
+	if !strings.EqualFold(actual, entry.Hash) {
+		c.fail(entry.Line, "%s: %s mismatch: the manifest says %s, the file has %s", clean, algorithm, strings.ToLower(entry.Hash), actual)
+		return
+	}
+	c.report.Verified[algorithm] = append(c.report.Verified[algorithm], clean)
 }
 
 // isSignatureFile tells whether a file holds a signature or certificate (SOL004).
@@ -292,104 +285,128 @@ func isSignatureFile(name string) bool {
 
 // ParseManifest reads a SOL004 manifest. name is used in diagnostics.
 func ParseManifest(name string, data []byte) (*Manifest, error) {
-	m := &Manifest{Path: name, Metadata: map[string]string{}}
-	var problems []Diagnostic
-	fail := func(line int, format string, args ...any) {
-		problems = append(problems, Diagnostic{File: name, Line: line, Message: fmt.Sprintf(format, args...)})
-	}
+	mp := &manifestParser{m: &Manifest{Path: name, Metadata: map[string]string{}}, name: name}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	if begin := bytes.Index(data, []byte("-----BEGIN CMS-----")); begin >= 0 {
-		end := bytes.Index(data[begin:], []byte("-----END CMS-----"))
-		if end < 0 {
-			fail(bytes.Count(data[:begin], []byte("\n"))+1, "CMS signature block without -----END CMS-----")
-		} else {
-			m.Signature = bytes.TrimSpace(data[begin : begin+end+len("-----END CMS-----")])
-		}
-		m.Signed = data[:begin]
-		data = data[:begin]
-	} else {
-		m.Signed = data
-	}
-	const (
-		inNone = iota
-		inMetadata
-		inEntries
-		inOther // a block this parser does not interpret (e.g. non_mano_artifact_sets)
-	)
-	section := inNone
-	var current *ManifestEntry
-	flush := func() {
-		if current != nil {
-			m.Entries = append(m.Entries, *current)
-			current = nil
-		}
-	}
+	data = mp.splitSignature(data)
 	scanner := bufio.NewScanner(bytes.NewReader(data))
 	scanner.Buffer(make([]byte, 64<<10), 1<<20)
 	row := 0
 	for scanner.Scan() {
 		row++
-		raw := strings.TrimRight(scanner.Text(), "\r")
-		line := strings.TrimSpace(raw)
-		if line == "" {
-			if section == inMetadata {
-				section = inNone
-			}
-			continue
-		}
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		indented := raw[0] == ' ' || raw[0] == '\t'
-		if section == inOther && indented {
-			continue
-		}
-		key, value, ok := strings.Cut(line, ":")
-		if !ok {
-			fail(row, "malformed line %q, expected \"Key: value\"", truncateLine(line))
-			continue
-		}
-		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-		switch {
-		case value == "" && strings.EqualFold(key, "metadata"):
-			flush()
-			section = inMetadata
-		case value == "" && !indented:
-			flush()
-			section = inOther
-		case section == inMetadata && indented || section == inMetadata && !isEntryKey(key):
-			m.Metadata[key] = value
-		case strings.EqualFold(key, "Source"):
-			flush()
-			section = inEntries
-			current = &ManifestEntry{Source: value, Line: row}
-		case isEntryKey(key):
-			if current == nil {
-				fail(row, "%s before any Source", key)
-				continue
-			}
-			switch strings.ToLower(key) {
-			case "algorithm":
-				current.Algorithm = value
-			case "hash":
-				current.Hash = value
-			case "signature":
-				current.Signature = value
-			case "certificate":
-				current.Certificate = value
-			}
-		default:
-			fail(row, "unknown key %q", key)
-		}
+		mp.line(row, strings.TrimRight(scanner.Text(), "\r"))
 	}
-	flush()
+	mp.flush()
 	if err := scanner.Err(); err != nil {
-		fail(row, "%v", err)
+		mp.fail(row, "%v", err)
 	}
-	if len(problems) > 0 {
-		return nil, &IntegrityError{Diagnostics: problems}
+	if len(mp.problems) > 0 {
+		return nil, &IntegrityError{Diagnostics: mp.problems}
 	}
-	return m, nil
+	return mp.m, nil
+}
+
+// Sections of a manifest.
+const (
+	inNone = iota
+	inMetadata
+	inEntries
+	inOther // a block this parser does not interpret (e.g. non_mano_artifact_sets)
+)
+
+// manifestParser reads a manifest line by line.
+type manifestParser struct {
+	m        *Manifest
+	name     string
+	section  int
+	current  *ManifestEntry
+	problems []Diagnostic
+}
+
+func (mp *manifestParser) fail(line int, format string, args ...any) {
+	mp.problems = append(mp.problems, Diagnostic{File: mp.name, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// splitSignature keeps the CMS block at the end of a manifest apart, and returns the text
+// it signs (everything before it).
+func (mp *manifestParser) splitSignature(data []byte) []byte {
+	begin := bytes.Index(data, []byte("-----BEGIN CMS-----"))
+	if begin < 0 {
+		mp.m.Signed = data
+		return data
+	}
+	end := bytes.Index(data[begin:], []byte("-----END CMS-----"))
+	if end < 0 {
+		mp.fail(bytes.Count(data[:begin], []byte("\n"))+1, "CMS signature block without -----END CMS-----")
+	} else {
+		mp.m.Signature = bytes.TrimSpace(data[begin : begin+end+len("-----END CMS-----")])
+	}
+	mp.m.Signed = data[:begin]
+	return data[:begin]
+}
+
+// flush ends the entry being read.
+func (mp *manifestParser) flush() {
+	if mp.current != nil {
+		mp.m.Entries = append(mp.m.Entries, *mp.current)
+		mp.current = nil
+	}
+}
+
+// line reads one line: a block heading, a metadata key, or a key of an entry.
+func (mp *manifestParser) line(row int, raw string) {
+	line := strings.TrimSpace(raw)
+	if line == "" {
+		if mp.section == inMetadata {
+			mp.section = inNone
+		}
+		return
+	}
+	indented := raw[0] == ' ' || raw[0] == '\t'
+	if strings.HasPrefix(line, "#") || mp.section == inOther && indented {
+		return
+	}
+	key, value, ok := strings.Cut(line, ":")
+	if !ok {
+		mp.fail(row, "malformed line %q, expected \"Key: value\"", truncateLine(line))
+		return
+	}
+	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+	switch {
+	case value == "" && strings.EqualFold(key, "metadata"):
+		mp.flush()
+		mp.section = inMetadata
+	case value == "" && !indented:
+		mp.flush()
+		mp.section = inOther
+	case mp.section == inMetadata && indented || mp.section == inMetadata && !isEntryKey(key):
+		mp.m.Metadata[key] = value
+	case strings.EqualFold(key, "Source"):
+		mp.flush()
+		mp.section = inEntries
+		mp.current = &ManifestEntry{Source: value, Line: row}
+	case isEntryKey(key):
+		mp.entryKey(row, key, value)
+	default:
+		mp.fail(row, "unknown key %q", key)
+	}
+}
+
+// entryKey sets a key of the entry being read.
+func (mp *manifestParser) entryKey(row int, key, value string) {
+	if mp.current == nil {
+		mp.fail(row, "%s before any Source", key)
+		return
+	}
+	switch strings.ToLower(key) {
+	case "algorithm":
+		mp.current.Algorithm = value
+	case "hash":
+		mp.current.Hash = value
+	case "signature":
+		mp.current.Signature = value
+	case "certificate":
+		mp.current.Certificate = value
+	}
 }
 
 func isEntryKey(key string) bool {
