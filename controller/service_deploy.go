@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -143,7 +142,7 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.
 			continue
 		}
 		live[ref] = current
-		h.add(ref, current)
+		r.check(ctx, &h, s.Service, node, ref, current)
 	}
 	s.Live[node.Name] = live
 	values := node.Observe(secretless(live))
@@ -157,32 +156,6 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.
 	}
 	return h
 }
-
-// health is what kstatus says of a node's objects.
-type health struct {
-	// failed is "Kind/name: message" of an object that failed.
-	failed string
-	// waiting are "Kind/name: message" of the objects not current yet.
-	waiting []string
-}
-
-func (h *health) add(ref string, obj *unstructured.Unstructured) {
-	result, err := status.Compute(obj)
-	switch {
-	case err != nil:
-		h.waiting = append(h.waiting, ref+": "+err.Error())
-	case result.Status == status.CurrentStatus:
-	case result.Status == status.FailedStatus:
-		h.failed = ref + ": " + result.Message
-	case result.Message == "":
-		h.waiting = append(h.waiting, ref+": "+string(result.Status))
-	default:
-		h.waiting = append(h.waiting, ref+": "+result.Message)
-	}
-}
-
-// current tells whether every object is current.
-func (h health) current() bool { return h.failed == "" && len(h.waiting) == 0 }
 
 // newer tells whether a's resource version is newer than b's (etcd revisions increase).
 func newer(a, b *unstructured.Unstructured) bool {

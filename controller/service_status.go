@@ -41,10 +41,19 @@ type nodeOutcome struct {
 	operations *orchestration.Result
 }
 
-// setNodePhase sets a node's phase, message and what it waits for from its outcome.
+// setNodePhase sets a node's phase, message, reason and what it waits for from its
+// outcome.
 func setNodePhase(st *v1alpha1.NodeStatus, o nodeOutcome, redact *redactor) {
 	st.Phase, st.Message, st.WaitingFor = nodePhase(o)
 	st.Message = redact.String(st.Message)
+	st.Reason = ""
+	switch {
+	case st.Phase != v1alpha1.NodeFailed:
+	case o.health != nil && o.health.failed != "":
+		st.Reason = o.health.reason
+	case o.operations != nil && o.operations.Failure != nil:
+		st.Reason = v1alpha1.ReasonOperationFailed
+	}
 }
 
 // nodePhase words a node's outcome: Pending while a dependency is not ready, Failed when
@@ -144,8 +153,8 @@ func setFailed(svc *v1alpha1.Service, failure *phaseError, message string) {
 }
 
 // setProgress sets Healthy and Ready from the node phases once every phase passed: Ready
-// when every node is; else the first node that is not says why. An operation that failed
-// for good runs again only when the package or the inputs change: it stalls the Service.
+// when every node is; else the first node that is not says why, and the Service is
+// Stalled when that cause does not go away by waiting.
 func setProgress(svc *v1alpha1.Service, revision string, now time.Time) {
 	first, unready := firstUnready(svc)
 	if first == nil {
@@ -160,10 +169,12 @@ func setProgress(svc *v1alpha1.Service, revision string, now time.Time) {
 	}
 	msg := fmt.Sprintf("%d of %d nodes not ready; %s: %s", unready, len(svc.Status.Nodes), first.Name, first.Message)
 	reason := v1alpha1.ReasonProgressing
+	stalled := false
 	if first.Phase == v1alpha1.NodeFailed {
 		reason = v1alpha1.ReasonHealthCheckFailed
+		stalled = isStalling(first.Reason)
 		if failedOperation(first) {
-			reason = v1alpha1.ReasonOperationFailed
+			reason, stalled = v1alpha1.ReasonOperationFailed, true
 		}
 	}
 	if reason == v1alpha1.ReasonProgressing && timedOut(svc, now) {
@@ -174,7 +185,9 @@ func setProgress(svc *v1alpha1.Service, revision string, now time.Time) {
 	setCondition(svc, v1alpha1.ConditionHealthy, metav1.ConditionFalse, reason, msg)
 	setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 	setCondition(svc, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonProgressing, msg)
-	if reason == v1alpha1.ReasonOperationFailed {
+	if stalled {
+		// It does not go away by waiting: an operation that failed for good runs again only
+		// when the package or the inputs change, refused pods need a change too.
 		setCondition(svc, v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
 	} else {
 		removeCondition(svc, v1alpha1.ConditionStalled)

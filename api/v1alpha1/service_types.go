@@ -270,6 +270,12 @@ type NodeStatus struct {
 	// Message explains the phase.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Reason is the machine-readable cause of a Failed phase when one is known:
+	// FailedCreate (admission refused the workload's pods: Pod Security, a quota, a missing
+	// service account), ErrImagePull, ImagePullBackOff, CrashLoopBackOff,
+	// CreateContainerConfigError, OperationFailed, …
+	// +optional
+	Reason string `json:"reason,omitempty"`
 	// Objects of the node, as Kind/name.
 	// +optional
 	Objects []string `json:"objects,omitempty"`
