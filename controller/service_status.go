@@ -23,8 +23,8 @@ type passed struct {
 	revision string // the revision fetched
 	// verification is how the package's signature was checked ("" when not at all).
 	verification string
-	entry    string // the template compiled
-	applied  bool   // every node applied (or waiting for its dependencies)
+	entry        string // the template compiled
+	applied      bool   // every node applied (or waiting for its dependencies)
 }
 
 // nodeOutcome is what one reconcile learned of a node.

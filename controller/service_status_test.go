@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"calaf.io/calaf/api/v1alpha1"
@@ -30,7 +32,8 @@ func nodes(phases ...string) []v1alpha1.NodeStatus {
 	var out []v1alpha1.NodeStatus
 	for _, p := range phases {
 		name, phase, _ := strings.Cut(p, "=")
-		st := v1alpha1.NodeStatus{Name: name, Phase: v1alpha1.NodePhase(phase), Message: name + " says why"}
+		phase, reason, _ := strings.Cut(phase, ":")
+		st := v1alpha1.NodeStatus{Name: name, Phase: v1alpha1.NodePhase(phase), Reason: reason, Message: name + " says why"}
 		if phase == "FailedOp" {
 			st.Phase = v1alpha1.NodeFailed
 			st.Operations = []v1alpha1.NodeOperationStatus{{Name: "Standard.configure", Phase: v1alpha1.OperationFailed}}
@@ -205,6 +208,16 @@ func TestConditions(t *testing.T) {
 			requeue: "progress",
 		},
 		{
+			name:   "pods refused by admission: stalled until a change",
+			passed: passedAll,
+			nodes:  nodes("db=Ready", "web=Failed:FailedCreate"),
+			want: map[string]*want{
+				v1alpha1.ConditionReady:   {metav1.ConditionFalse, v1alpha1.ReasonHealthCheckFailed, "1 of 2 nodes not ready; web: web says why"},
+				v1alpha1.ConditionStalled: {metav1.ConditionTrue, v1alpha1.ReasonHealthCheckFailed, "1 of 2 nodes not ready; web"},
+			},
+			requeue: "progress",
+		},
+		{
 			name:   "an operation failed for good: stalled until a change",
 			passed: passedAll,
 			nodes:  nodes("db=Ready", "web=FailedOp"),
@@ -311,5 +324,44 @@ func TestNodePhaseRedacts(t *testing.T) {
 	setNodePhase(st, nodeOutcome{failure: errors.New("login with hunter2 refused")}, r)
 	if st.Message != "login with ***** refused" {
 		t.Errorf("message %q", st.Message)
+	}
+}
+
+// A workload's lack of progress is explained by its controller's ReplicaFailure condition
+// or its pods' waiting states; causes that go away by themselves are not reported.
+func TestPodTrouble(t *testing.T) {
+	waiting := func(reason, message string) corev1.ContainerState {
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}
+	}
+	cases := []struct {
+		name            string
+		status          corev1.PodStatus
+		reason, message string
+	}{
+		{"pulling an image that is not there", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "main", State: waiting("ImagePullBackOff", `Back-off pulling image "x:1"`)}}},
+			"ImagePullBackOff", `pod p, container main: Back-off pulling image "x:1"`},
+		{"crashing", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "main", RestartCount: 4, State: waiting("CrashLoopBackOff", "back-off 40s"),
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}}},
+			"CrashLoopBackOff", "pod p, container main: exited with code 3 (Error) 4 times"},
+		{"an init container without its config", corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: waiting("CreateContainerConfigError", `configmap "c" not found`)}}},
+			"CreateContainerConfigError", `pod p, container init: configmap "c" not found`},
+		{"creating: not a trouble", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "main", State: waiting("ContainerCreating", "")}}}, "", ""},
+		{"running", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: tc.status}
+			reason, message := podTrouble(pod)
+			if reason != tc.reason || message != tc.message {
+				t.Errorf("podTrouble = %q %q, want %q %q", reason, message, tc.reason, tc.message)
+			}
+		})
+	}
+	deployment := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+		map[string]any{"type": "Progressing", "status": "True"},
+		map[string]any{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": `pods "web-1" is forbidden: exceeded quota: no-pods`},
+	}}}}
+	if got := replicaFailure(deployment); got != `pods "web-1" is forbidden: exceeded quota: no-pods` {
+		t.Errorf("replicaFailure = %q", got)
 	}
 }

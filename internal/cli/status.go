@@ -66,6 +66,19 @@ func printServiceStatus(out io.Writer, svc *v1alpha1.Service, output string) err
 	return err
 }
 
+// packageLine names a package: its template's name and version when the template
+// compiled and says them, its entry, its revision.
+func packageLine(p *v1alpha1.PackageStatus) string {
+	var parts []string
+	if name := strings.TrimSpace(p.TemplateName + " " + p.TemplateVersion); name != "" {
+		parts = append(parts, name)
+	}
+	if p.Entry != "" {
+		parts = append(parts, p.Entry)
+	}
+	return strings.Join(append(parts, "revision "+p.Revision), ", ")
+}
+
 // describe renders a Service's status for the terminal.
 func describe(svc *v1alpha1.Service) string {
 	var b strings.Builder
@@ -79,7 +92,7 @@ func describe(svc *v1alpha1.Service) string {
 	}
 	fmt.Fprintf(&b, "Service %s/%s: Ready=%s, generation %d (observed %d)\n", svc.Namespace, svc.Name, state, svc.Generation, svc.Status.ObservedGeneration)
 	if p := svc.Status.Package; p != nil {
-		fmt.Fprintf(&b, "Package: %s %s, %s, revision %s\n", p.TemplateName, p.TemplateVersion, p.Entry, p.Revision)
+		fmt.Fprintf(&b, "Package: %s\n", packageLine(p))
 	}
 	if ready != nil && ready.Message != "" && ready.Status != metav1.ConditionTrue {
 		fmt.Fprintf(&b, "Message: %s\n", ready.Message)

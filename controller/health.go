@@ -1,0 +1,167 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/render"
+)
+
+// health is what a node's objects say of themselves: kstatus, and for a workload that
+// makes no progress, the cause its controller or its pods give.
+type health struct {
+	// failed is "Kind/name: message" of an object that failed.
+	failed string
+	// reason is the machine-readable cause of the failure, when known (FailedCreate,
+	// ImagePullBackOff, CrashLoopBackOff, …).
+	reason string
+	// waiting are "Kind/name: message" of the objects not current yet.
+	waiting []string
+}
+
+// current tells whether every object is current.
+func (h health) current() bool { return h.failed == "" && len(h.waiting) == 0 }
+
+// stallingReasons are the causes that do not go away without a change of the package, its
+// inputs or the namespace: the Service is Stalled while a node fails for one of them.
+var stallingReasons = []string{
+	"FailedCreate", "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
+	"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+}
+
+// isStalling tells whether a node failure reason stalls the Service.
+func isStalling(reason string) bool { return slices.Contains(stallingReasons, reason) }
+
+// workloadKinds are the kinds whose lack of progress is explained from their pods.
+var workloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true, "Job": true}
+
+// check adds an object's health: current, failed, or not yet and why.
+func (r *ServiceReconciler) check(ctx context.Context, h *health, svc *v1alpha1.Service, node *render.Node, ref string, obj *unstructured.Unstructured) {
+	result, err := status.Compute(obj)
+	switch {
+	case err != nil:
+		h.waiting = append(h.waiting, ref+": "+err.Error())
+		return
+	case result.Status == status.CurrentStatus:
+		return
+	case result.Status == status.FailedStatus:
+		h.failed = ref + ": " + result.Message
+		return
+	}
+	if workloadKinds[obj.GetKind()] {
+		if reason, message := r.explain(ctx, svc, node, obj); reason != "" {
+			h.failed, h.reason = ref+": "+reason+": "+message, reason
+			return
+		}
+	}
+	message := result.Message
+	if message == "" {
+		message = string(result.Status)
+	}
+	h.waiting = append(h.waiting, ref+": "+message)
+}
+
+// explain finds why a workload does not become current, when it will not by waiting: its
+// controller could not create pods (admission refused them: Pod Security, a quota, a
+// missing service account), or a pod cannot start (its image cannot be pulled, a container
+// crashes over and over, its configuration is missing). It returns "" when nothing says
+// so: the workload is merely progressing.
+func (r *ServiceReconciler) explain(ctx context.Context, svc *v1alpha1.Service, node *render.Node, obj *unstructured.Unstructured) (reason, message string) {
+	if message := replicaFailure(obj); message != "" {
+		return "FailedCreate", message
+	}
+	if kind := obj.GetKind(); kind == "StatefulSet" || kind == "DaemonSet" || kind == "Job" {
+		if message := r.failedCreateEvent(ctx, obj); message != "" {
+			return "FailedCreate", message
+		}
+	}
+	pods := &corev1.PodList{}
+	err := r.List(ctx, pods, client.InNamespace(svc.Namespace), client.MatchingLabels{
+		v1alpha1.LabelService: svc.Name, v1alpha1.LabelNode: render.LabelValue(node.Name),
+	})
+	if err != nil {
+		return "", ""
+	}
+	for i := range pods.Items {
+		if reason, message := podTrouble(&pods.Items[i]); reason != "" {
+			return reason, message
+		}
+	}
+	return "", ""
+}
+
+// replicaFailure returns the message of a ReplicaFailure condition (Deployments and
+// ReplicaSets report pods their admission refused there).
+func replicaFailure(obj *unstructured.Unstructured) string {
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		condition, _ := c.(map[string]any)
+		if condition["type"] == "ReplicaFailure" && condition["status"] == "True" {
+			message, _ := condition["message"].(string)
+			return message
+		}
+	}
+	return ""
+}
+
+// failedCreateEvent returns the latest FailedCreate Event of a workload whose controller
+// reports refused pods only as Events (StatefulSets, DaemonSets, Jobs).
+func (r *ServiceReconciler) failedCreateEvent(ctx context.Context, obj *unstructured.Unstructured) string {
+	events := &corev1.EventList{}
+	err := r.APIReader.List(ctx, events, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{"involvedObject.uid": string(obj.GetUID()), "reason": "FailedCreate"})
+	if err != nil {
+		return ""
+	}
+	var latest *corev1.Event
+	for i := range events.Items {
+		e := &events.Items[i]
+		if latest == nil || eventTime(e).After(eventTime(latest)) {
+			latest = e
+		}
+	}
+	if latest == nil {
+		return ""
+	}
+	return latest.Message
+}
+
+// eventTime is when an Event last happened.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// podTrouble returns why a pod cannot run, from its containers' waiting states.
+func podTrouble(pod *corev1.Pod) (reason, message string) {
+	if pod.DeletionTimestamp != nil {
+		return "", ""
+	}
+	statuses := append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		waiting := cs.State.Waiting
+		if waiting == nil || !isStalling(waiting.Reason) {
+			continue
+		}
+		message := fmt.Sprintf("pod %s, container %s: %s", pod.Name, cs.Name, strings.TrimSpace(waiting.Message))
+		if last := cs.LastTerminationState.Terminated; waiting.Reason == "CrashLoopBackOff" && last != nil {
+			message = fmt.Sprintf("pod %s, container %s: exited with code %d (%s) %d times", pod.Name, cs.Name, last.ExitCode, last.Reason, cs.RestartCount)
+		}
+		return waiting.Reason, strings.TrimSuffix(message, ": ")
+	}
+	return "", ""
+}
