@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
-	"calaf.io/calaf/test/gitserver"
 	"calaf.io/calaf/test/e2e/framework"
+	"calaf.io/calaf/test/gitserver"
 	"calaf.io/calaf/tosca/sol004"
 	"calaf.io/calaf/tosca/sol004/sol004test"
 )
