@@ -200,7 +200,7 @@ func (r *ServiceReconciler) recordTransition(before, svc *v1alpha1.Service) {
 		return
 	}
 	eventType := "Normal"
-	if now.Status == metav1.ConditionFalse && now.Reason != v1alpha1.ReasonProgressing && now.Reason != v1alpha1.ReasonDependencyNotReady {
+	if now.Status == metav1.ConditionFalse && now.Reason != v1alpha1.ReasonProgressing {
 		eventType = "Warning"
 	}
 	r.Recorder.Eventf(svc, nil, eventType, now.Reason, "Reconcile", "%s", text.Truncate(now.Message, 1024))

@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,10 +138,20 @@ func setConditions(svc *v1alpha1.Service, p passed, failure *phaseError, message
 	setProgress(svc, p.revision, now)
 }
 
-// setFailed sets the conditions of a failed phase.
+// stages are the conditions of the pipeline's stages, in order.
+var stages = []string{v1alpha1.ConditionSourceReady, v1alpha1.ConditionCompiled, v1alpha1.ConditionApplied, v1alpha1.ConditionHealthy}
+
+// setFailed sets the conditions of a failed phase; the stages after it are not known for
+// this generation (Unknown, NotReached), whatever an earlier generation left there.
 func setFailed(svc *v1alpha1.Service, failure *phaseError, message string) {
 	if failure.condition != v1alpha1.ConditionReady {
 		setCondition(svc, failure.condition, metav1.ConditionFalse, failure.reason, message)
+		if i := slices.Index(stages, failure.condition); i >= 0 {
+			for _, later := range stages[i+1:] {
+				setCondition(svc, later, metav1.ConditionUnknown, v1alpha1.ReasonNotReached,
+					fmt.Sprintf("not reached in generation %d: %s is False (%s)", svc.Generation, failure.condition, failure.reason))
+			}
+		}
 	}
 	setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, failure.reason, message)
 	if failure.policy == stall {

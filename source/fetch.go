@@ -47,6 +47,16 @@ type Error struct {
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
+// untrustedCertificate tells whether err is a TLS server certificate the operator does not
+// trust (unknown authority, invalid, or for another host): a change is needed, waiting
+// does not help.
+func untrustedCertificate(err error) bool {
+	var unknownAuthority x509.UnknownAuthorityError
+	var certInvalid x509.CertificateInvalidError
+	var hostname x509.HostnameError
+	return err != nil && (errors.As(err, &unknownAuthority) || errors.As(err, &certInvalid) || errors.As(err, &hostname))
+}
+
 func transient(reason string, format string, args ...any) error {
 	return &Error{Reason: reason, Transient: true, Err: fmt.Errorf(format, args...)}
 }
@@ -200,6 +210,9 @@ func (f *Fetcher) download(ctx context.Context, httpClient *http.Client, header 
 		req.Header.Set("If-None-Match", cached.etag)
 	}
 	resp, err := httpClient.Do(req)
+	if untrustedCertificate(err) {
+		return nil, permanent(v1alpha1.ReasonInvalidSource, "downloading %s: %v (add the CA as ca.crt to the source Secret)", url, unwrapURLError(err))
+	}
 	if err != nil {
 		return nil, transient(v1alpha1.ReasonFetchFailed, "downloading %s: %v", url, unwrapURLError(err))
 	}

@@ -453,9 +453,6 @@ func isAuthError(err error) bool {
 // passes (transient).
 func gitError(verb, repoURL string, creds *gitCreds, err error) error {
 	where := redactURL(repoURL)
-	var unknownAuthority x509.UnknownAuthorityError
-	var certInvalid x509.CertificateInvalidError
-	var hostname x509.HostnameError
 	switch {
 	case errors.Is(err, transport.ErrAuthenticationRequired) && creds.auth == nil:
 		return permanent(v1alpha1.ReasonAuthenticationFailed, "%s %s: the repository requires credentials: set secretRef", verb, where)
@@ -469,7 +466,7 @@ func gitError(verb, repoURL string, creds *gitCreds, err error) error {
 		return permanent(v1alpha1.ReasonInvalidSource, "%s %s: repository not found", verb, where)
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return permanent(v1alpha1.ReasonInvalidSource, "%s %s: the repository is empty", verb, where)
-	case errors.As(err, &unknownAuthority), errors.As(err, &certInvalid), errors.As(err, &hostname):
+	case untrustedCertificate(err):
 		return permanent(v1alpha1.ReasonInvalidSource, "%s %s: %v (add the CA as ca.crt to the source Secret)", verb, where, err)
 	}
 	return transient(v1alpha1.ReasonFetchFailed, "%s %s: %v", verb, where, redactError(err, repoURL))

@@ -89,10 +89,13 @@ func TestHTTPSWithCAAndBasicAuthFromSecret(t *testing.T) {
 	g.Expect(sourceError(err).Reason).To(Equal(v1alpha1.ReasonAuthenticationFailed))
 	g.Expect(sourceError(err).Transient).To(BeFalse())
 
-	// Without the CA the certificate is not trusted.
+	// Without the CA the certificate is not trusted: the source must change (InvalidSource,
+	// as docs/sources.md says), not retried as a network failure.
 	_, err = fetcher.Fetch(context.Background(), urlService(url, "", "no-ca"))
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(ContainSubstring("certificate"))
+	g.Expect(sourceError(err).Reason).To(Equal(v1alpha1.ReasonInvalidSource))
+	g.Expect(sourceError(err).Transient).To(BeFalse())
 
 	// A wrong sha256 is an integrity failure.
 	_, err = fetcher.Fetch(context.Background(), urlService(url, strings.Repeat("0", 64), "good"))

@@ -450,8 +450,7 @@ func ociError(verb, where string, err error) error {
 	case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
 		return permanent(v1alpha1.ReasonInvalidSource, "%s %s: not found in the registry", verb, where)
 	}
-	var unknownAuthority x509.UnknownAuthorityError
-	if errors.As(err, &unknownAuthority) {
+	if untrustedCertificate(err) {
 		return permanent(v1alpha1.ReasonInvalidSource, "%s %s: %v (add the CA as ca.crt to the source Secret)", verb, where, err)
 	}
 	return transient(v1alpha1.ReasonFetchFailed, "%s %s: %v", verb, where, err)

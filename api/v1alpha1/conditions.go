@@ -10,10 +10,9 @@ const (
 	ConditionCompiled    = "Compiled"
 	ConditionApplied     = "Applied"
 	ConditionHealthy     = "Healthy"
-	ConditionConfigured  = "Configured"
 )
 
-// Condition reasons.
+// Condition reasons; docs/operator.md has a row for each (test/docs checks it).
 const (
 	ReasonSucceeded       = "Succeeded"
 	ReasonProgressing     = "Progressing"
@@ -29,9 +28,10 @@ const (
 	ReasonApplyFailed          = "ApplyFailed"
 	ReasonPruneFailed          = "PruneFailed"
 	ReasonHealthCheckFailed    = "HealthCheckFailed"
-	ReasonDependencyNotReady   = "DependencyNotReady"
 	ReasonOperationFailed      = "OperationFailed"
 	ReasonDeleting             = "Deleting"
-	ReasonNotFound             = "NotFound"
 	ReasonInternalError        = "InternalError"
+	// ReasonNotReached: an earlier stage failed for this generation, so this one is not
+	// known (status Unknown) — what runs is still an earlier revision's.
+	ReasonNotReached = "NotReached"
 )
