@@ -24,10 +24,18 @@ const publicRoot = "https://calaf.io/profiles/"
 // KubernetesURL is the documented import of the Calaf Kubernetes profile.
 const KubernetesURL = publicRoot + "kubernetes/1.0/profile.yaml"
 
+// SOL001 types: Calaf's minimal edition of the ETSI NFV-SOL 001 type files (docs/etsi.md),
+// importable by these URLs or carried in a package under the same file names.
+const (
+	SOL001CommonURL = publicRoot + sol001Dir + "etsi_nfv_sol001_common_types.yaml"
+	SOL001VNFDURL   = publicRoot + sol001Dir + "etsi_nfv_sol001_vnfd_types.yaml"
+	sol001Dir       = "etsi-nfv/sol001/1.0/"
+)
+
 // internalRoot prefixes the internal URLs of every embedded profile file.
 const internalRoot = "/calaf/profiles/"
 
-//go:embed kubernetes
+//go:embed kubernetes etsi-nfv
 var content embed.FS
 
 var register = sync.OnceValue(func() error {
@@ -43,7 +51,9 @@ func Imports() (map[string]string, error) {
 		return nil, err
 	}
 	return map[string]string{
-		KubernetesURL: "internal:" + internalRoot + "kubernetes/1.0/profile.yaml",
+		KubernetesURL:   "internal:" + internalRoot + "kubernetes/1.0/profile.yaml",
+		SOL001CommonURL: "internal:" + internalRoot + sol001Dir + "etsi_nfv_sol001_common_types.yaml",
+		SOL001VNFDURL:   "internal:" + internalRoot + sol001Dir + "etsi_nfv_sol001_vnfd_types.yaml",
 	}, nil
 }
 
@@ -67,4 +77,16 @@ func Public(text string) string {
 // or its internal URL.
 func IsProfileURL(text string) bool {
 	return strings.Contains(text, publicRoot) || strings.Contains(text, "internal:"+internalRoot)
+}
+
+// EmbeddedPath returns the path in FS of the embedded file a public import URL names.
+func EmbeddedPath(url string) (string, bool) {
+	rel, ok := strings.CutPrefix(url, publicRoot)
+	if !ok {
+		return "", false
+	}
+	if _, err := fs.Stat(content, rel); err != nil {
+		return "", false
+	}
+	return rel, true
 }
