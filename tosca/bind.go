@@ -50,15 +50,18 @@ func (c *Compiler) templateFor(ctx contextpkg.Context, pkg *Package) *template {
 
 func (c *Compiler) probe(ctx contextpkg.Context, pkg *Package) *template {
 	placeholders := map[string]any{}
-	base, err := c.timedCompile(ctx, pkg, nil)
+	base, err := c.timedCompile(ctx, pkg, nil, CompileOptions{})
 	if err != nil {
 		// Required inputs without a default get placeholders of their type.
 		if placeholders = requiredPlaceholders(pkg, err); len(placeholders) == 0 {
 			return nil
 		}
-		if base, err = c.timedCompile(ctx, pkg, placeholders); err != nil {
+		if base, err = c.timedCompile(ctx, pkg, placeholders, CompileOptions{}); err != nil {
 			return nil
 		}
+	}
+	if VNFDOf(base) != nil {
+		return nil // the inputs of a SOL001 package feed its flavour, not the Clout
 	}
 	declared := inputsOf(base)
 	probeInputs := map[string]any{}
@@ -74,7 +77,7 @@ func (c *Compiler) probe(ctx contextpkg.Context, pkg *Package) *template {
 	if len(probeInputs) == 0 {
 		return nil
 	}
-	probed, err := c.timedCompile(ctx, pkg, probeInputs)
+	probed, err := c.timedCompile(ctx, pkg, probeInputs, CompileOptions{})
 	if err != nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/tliron/kutil/problems"
 	cloutpkg "github.com/tliron/puccini/clout"
 	"github.com/tliron/puccini/clout/js"
+	"github.com/tliron/puccini/normal"
 	"github.com/tliron/puccini/tosca/parser"
 
 	"calaf.io/calaf/internal/lru"
@@ -100,10 +102,26 @@ func (c *Compiler) Cached(key string, pkg *Package) (*Compiled, bool) {
 	return compiled.withPackage(pkg), true
 }
 
+// CompileKey identifies a compile with options: the package digest, the inputs and the
+// options (CacheKey when they are the defaults).
+func CompileKey(digest string, inputs map[string]any, opts CompileOptions) string {
+	if opts.IsZero() {
+		return CacheKey(digest, inputs)
+	}
+	data, _ := json.Marshal(opts)
+	return CacheKey(digest+"\x00"+string(data), inputs)
+}
+
 // Compile parses and compiles pkg with inputs. Every problem becomes a
 // Diagnostic of an *InvalidError; a cache hit returns the earlier result.
 func (c *Compiler) Compile(ctx contextpkg.Context, pkg *Package, inputs map[string]any) (*Compiled, error) {
-	key := CacheKey(pkg.Digest, inputs)
+	return c.CompileWith(ctx, pkg, inputs, CompileOptions{})
+}
+
+// CompileWith is Compile with options: the deployment flavour of an ETSI SOL001 package,
+// strictness about tolerated idioms.
+func (c *Compiler) CompileWith(ctx contextpkg.Context, pkg *Package, inputs map[string]any, opts CompileOptions) (*Compiled, error) {
+	key := CompileKey(pkg.Digest, inputs, opts)
 	if compiled, ok := c.cache.Get(key); ok {
 		return compiled.withPackage(pkg), nil
 	}
@@ -112,7 +130,7 @@ func (c *Compiler) Compile(ctx contextpkg.Context, pkg *Package, inputs map[stri
 	if compiled, ok := c.cache.Get(key); ok {
 		return compiled.withPackage(pkg), nil
 	}
-	if c.Binding && len(inputs) > 0 {
+	if c.Binding && len(inputs) > 0 && opts.IsZero() {
 		if t := c.templateFor(ctx, pkg); t != nil {
 			if clout, ok := t.bind(inputs); ok {
 				if c.OnBind != nil {
@@ -124,7 +142,7 @@ func (c *Compiler) Compile(ctx contextpkg.Context, pkg *Package, inputs map[stri
 			}
 		}
 	}
-	clout, err := c.timedCompile(ctx, pkg, inputs)
+	clout, err := c.timedCompile(ctx, pkg, inputs, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -134,81 +152,128 @@ func (c *Compiler) Compile(ctx contextpkg.Context, pkg *Package, inputs map[stri
 }
 
 // timedCompile compiles and reports the compile to OnCompile.
-func (c *Compiler) timedCompile(ctx contextpkg.Context, pkg *Package, inputs map[string]any) (*cloutpkg.Clout, error) {
+func (c *Compiler) timedCompile(ctx contextpkg.Context, pkg *Package, inputs map[string]any, opts CompileOptions) (*cloutpkg.Clout, error) {
 	start := time.Now()
-	clout, err := c.compile(ctx, pkg, inputs)
+	clout, err := c.compile(ctx, pkg, inputs, opts)
 	if c.OnCompile != nil {
 		c.OnCompile(time.Since(start), err)
 	}
 	return clout, err
 }
 
-func (c *Compiler) compile(ctx contextpkg.Context, pkg *Package, inputs map[string]any) (clout *cloutpkg.Clout, err error) {
+func (c *Compiler) compile(ctx contextpkg.Context, pkg *Package, inputs map[string]any, opts CompileOptions) (clout *cloutpkg.Clout, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.Log.Error(nil, "Puccini panicked", "panic", r, "stack", string(debug.Stack()))
 			clout, err = nil, Invalid(pkg.Entry, "the TOSCA parser failed on this package: %v", r)
 		}
 	}()
-	imports, err := profiles.Imports()
+	plan, err := pkg.planCompile(inputs, opts)
 	if err != nil {
 		return nil, err
 	}
-	allowed := make(map[string]bool, len(imports))
-	for public, internal := range imports {
-		allowed[public], allowed[internal] = true, true
-	}
-	if err := pkg.preflight(allowed); err != nil {
-		return nil, err
-	}
-
 	urlContext := exturl.NewContext()
 	defer urlContext.Release()
-	for public, internal := range imports {
+	for public, internal := range plan.imports {
 		urlContext.Map(public, internal)
 	}
-	entry, err := pkg.Path(pkg.Entry)
+	for from, rel := range plan.mapped {
+		full, err := pkg.Path(rel)
+		if err != nil {
+			return nil, Invalid(rel, "%v", err)
+		}
+		urlContext.Map(from, (&url.URL{Scheme: "file", Path: filepath.ToSlash(full)}).String())
+	}
+	entry, err := pkg.Path(plan.entry)
 	if err != nil {
-		return nil, Invalid(pkg.Entry, "%v", err)
+		return nil, Invalid(plan.entry, "%v", err)
 	}
 	entryURL, err := urlContext.NewValidFileURL(entry)
 	if err != nil {
-		return nil, Invalid(pkg.Entry, "%v", err)
+		return nil, Invalid(plan.entry, "%v", err)
 	}
-
-	// One parse at a time in the whole process, whatever Compiler asks for it (pucciniLock).
-	pucciniLock.Lock()
-	defer pucciniLock.Unlock()
-	parserContext := parser.NewParser().NewContext()
-	parserContext.URL = entryURL
-	parserContext.Inputs = toARDInputs(inputs)
-	serviceTemplate, parseErr := parserContext.Parse(ctx)
-	var probs *problems.Problems
-	if parserContext.Root != nil {
-		probs = parserContext.GetProblems()
-	}
-	if diags := pkg.diagnostics(probs); len(diags) > 0 {
-		return nil, &InvalidError{Diagnostics: diags}
-	}
-	if parseErr != nil {
-		if parseErr.Error() == "read error" { // Puccini found no grammar and says no more
-			return nil, Invalid(pkg.Entry, "not a service template: no tosca_definitions_version (nor heat_template_version) at its top level")
-		}
-		return nil, Invalid(pkg.Entry, "%v", parseErr)
-	}
-	if err := pkg.checkReadFiles(parserContext.Files); err != nil {
-		return nil, err
-	}
-
-	clout, err = serviceTemplate.Compile()
+	clout, err = pkg.parse(ctx, entryURL, plan)
 	if err != nil {
-		return nil, Invalid(pkg.Entry, "compile: %v", err)
+		return nil, err
 	}
 	if err := fixPucciniScriptlets(clout); err != nil {
 		return nil, err
 	}
 	relativizeClout(clout, pkg.Root)
+	setCompileMetadata(clout, plan)
 	return clout, nil
+}
+
+// parse runs Puccini's parser and compiler on the plan's entry (one at a time in the
+// process: Puccini keeps process-wide state), tolerating the idioms the plan allows.
+func (p *Package) parse(ctx contextpkg.Context, entryURL exturl.URL, plan *compilePlan) (*cloutpkg.Clout, error) {
+	// One parse at a time in the whole process, whatever Compiler asks for it (pucciniLock).
+	pucciniLock.Lock()
+	defer pucciniLock.Unlock()
+	parserContext := parser.NewParser().NewContext()
+	parserContext.URL = entryURL
+	parserContext.Inputs = toARDInputs(plan.inputs)
+	parserContext.Quirks = plan.quirks
+	serviceTemplate, err := p.runPhases(ctx, parserContext, plan)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkReadFiles(parserContext.Files); err != nil {
+		return nil, err
+	}
+	clout, err := serviceTemplate.Compile()
+	if err != nil {
+		return nil, Invalid(plan.entry, "compile: %v", err)
+	}
+	return clout, nil
+}
+
+// runPhases runs the phases of Puccini's Parser.Parse, stopping after a phase that
+// reported problems — but, when the plan is tolerant, only for problems that are not
+// tolerated idioms, which become the plan's warnings.
+func (p *Package) runPhases(ctx contextpkg.Context, pc *parser.Context, plan *compilePlan) (*normal.ServiceTemplate, error) {
+	check := func() error {
+		var probs *problems.Problems
+		if pc.Root != nil {
+			pc.MergeProblems()
+			probs = pc.GetProblems()
+		}
+		diags := p.diagnostics(probs)
+		var warnings []Diagnostic
+		if plan.tolerant {
+			warnings, diags = tolerate(diags)
+		}
+		if len(diags) > 0 {
+			return &InvalidError{Diagnostics: diags}
+		}
+		plan.tolerated = warnings
+		return nil
+	}
+	ok := pc.ReadRoot(ctx, pc.URL, pc.Bases, "")
+	if err := check(); err != nil {
+		return nil, err
+	}
+	if !ok { // Puccini found no grammar and says no more
+		return nil, Invalid(plan.entry, "not a service template: no tosca_definitions_version (nor heat_template_version) at its top level")
+	}
+	pc.AddNamespaces()
+	pc.LookupNames()
+	pc.AddHierarchies()
+	pc.Inherit(nil)
+	pc.SetInputs(pc.Inputs)
+	pc.Render()
+	if err := check(); err != nil {
+		return nil, err
+	}
+	serviceTemplate, ok := pc.Normalize()
+	if err := check(); err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, Invalid(plan.entry, "the TOSCA parser could not normalize the template")
+	}
+	plan.warnings = append(plan.warnings, plan.tolerated...)
+	return serviceTemplate, nil
 }
 
 // checkReadFiles verifies, after parsing, that Puccini read nothing from outside the

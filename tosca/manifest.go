@@ -71,6 +71,8 @@ type IntegrityReport struct {
 	// Signed tells whether the manifest carries signatures (package sol004 verifies them
 	// against trust anchors).
 	Signed bool
+	// MetaVerified lists the files whose TOSCA.meta digest (Name/Algorithm/Hash) matched.
+	MetaVerified []string
 }
 
 // Summary describes the report in one line.
@@ -160,6 +162,11 @@ func (p *Package) ManifestPath() (string, error) {
 // package without a manifest passes (unless RequireManifest), with an empty report.
 func (p *Package) VerifyIntegrity(opts IntegrityOptions) (*IntegrityReport, error) {
 	report := &IntegrityReport{Verified: map[string][]string{}}
+	metaVerified, err := p.verifyMetaDigests()
+	if err != nil {
+		return report, err
+	}
+	report.MetaVerified = metaVerified
 	manifestPath, err := p.ManifestPath()
 	if err != nil {
 		return report, err

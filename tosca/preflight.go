@@ -20,9 +20,10 @@ var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 // absolute, escape the package, use a network scheme or a repository, scriptlet imports
 // that leave the package, and artifact files fetched from anywhere but the package or a
 // declared repository. Malformed YAML (including alias bombs) is reported here with its
-// line. allowedImports holds the URLs of embedded profiles that may be imported by name.
-func (p *Package) preflight(allowedImports map[string]bool) error {
-	f := &flight{pkg: p, allowed: allowedImports, state: map[string]int{}}
+// line. allowedImports holds the URLs of embedded profiles that may be imported by name;
+// mapped maps the URL imports of ETSI type files to the package's copies, walked instead.
+func (p *Package) preflight(allowedImports map[string]bool, mapped map[string]string) error {
+	f := &flight{pkg: p, allowed: allowedImports, mapped: mapped, state: map[string]int{}}
 	f.visit(p.Entry)
 	if len(f.diags) > 0 {
 		return &InvalidError{Diagnostics: f.diags}
@@ -35,6 +36,7 @@ func (p *Package) preflight(allowedImports map[string]bool) error {
 type flight struct {
 	pkg     *Package
 	allowed map[string]bool
+	mapped  map[string]string
 	diags   []Diagnostic
 	state   map[string]int // 0 unvisited, 1 on the current import path, 2 done
 	path    []string
@@ -70,6 +72,10 @@ func (f *flight) visit(file string) {
 		case target.repository:
 			f.report(file, target.node, "imports from a repository are not allowed: put the file in the package")
 		case f.allowed[target.url]:
+		case f.mapped[target.url] != "":
+			if rel := f.mapped[target.url]; f.state[rel] == 0 {
+				f.visit(rel)
+			}
 		case urlScheme.MatchString(target.url) && !isWindowsDrive(target.url):
 			f.report(file, target.node, "import %q is not allowed: imports must be files inside the package (or the Calaf profile)", target.url)
 		default:
