@@ -302,8 +302,64 @@ exports.run = function (params) {
   }
 
   let outputs = coerceOutputs(declaredOutputs);
-  return { nodes: nodes, outputs: outputs.outputs, outputErrors: outputs.errors };
+  return {
+    nodes: nodes, outputs: outputs.outputs, outputErrors: outputs.errors,
+    policies: policiesOf(), occurrences: occurrenceShortfalls(),
+  };
 };
+
+// policiesOf returns every policy with its evaluated properties and its target nodes.
+function policiesOf() {
+  let policies = [];
+  for (let id in clout.vertexes) {
+    let vertex = clout.vertexes[id];
+    if (!tosca.isTosca(vertex, 'Policy')) continue;
+    let targets = [];
+    for (let e = 0; e < vertex.edgesOut.size(); e++) {
+      let edge = vertex.edgesOut[e];
+      if (tosca.isTosca(edge, 'NodeTemplateTarget')) targets.push(edge.target.properties.name);
+    }
+    targets.sort();
+    policies.push({
+      name: vertex.properties.name,
+      types: typeChain(vertex.properties.types),
+      properties: plain(vertex.properties.properties),
+      targets: targets,
+    });
+  }
+  policies.sort(function (a, b) { return a.name < b.name ? -1 : 1; });
+  return policies;
+}
+
+// occurrenceShortfalls lists the capabilities that have fewer incoming relationships than
+// their minimum occurrences, when the compile tolerated them (the quirk
+// capabilities.occurrences.permissive): Calaf reports them as warnings.
+function occurrenceShortfalls() {
+  if (!traversal.hasQuirk(clout, 'capabilities.occurrences.permissive')) return [];
+  let counts = {};
+  for (let id in clout.vertexes) {
+    let vertex = clout.vertexes[id];
+    for (let e = 0; e < vertex.edgesOut.size(); e++) {
+      let edge = vertex.edgesOut[e];
+      if (!tosca.isTosca(edge, 'Relationship')) continue;
+      let key = edge.target.properties.name + '/' + edge.properties.capability;
+      counts[key] = (counts[key] || 0) + 1;
+    }
+  }
+  let shortfalls = [];
+  for (let id in clout.vertexes) {
+    let vertex = clout.vertexes[id];
+    if (!tosca.isNodeTemplate(vertex)) continue;
+    let capabilities = vertex.properties.capabilities;
+    for (let name in capabilities) {
+      let count = counts[vertex.properties.name + '/' + name] || 0;
+      let min = capabilities[name].minRelationshipCount || 0;
+      if (count < min) shortfalls.push({ node: vertex.properties.name, capability: name, count: count, min: min });
+    }
+  }
+  shortfalls.sort(function (a, b) { return (a.node + '/' + a.capability) < (b.node + '/' + b.capability) ? -1 : 1; });
+  return shortfalls;
+}
 
 // evaluate only resolves requirements and, with params.coerce, evaluates functions; the
 // caller reads the Clout afterwards.

@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/tliron/kutil/problems"
 
+	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/internal/lru"
 	"calaf.io/calaf/tosca"
 )
@@ -37,6 +38,9 @@ type Options struct {
 	Attributes map[string]map[string]any
 	// Timeout bounds the scriptlets of one render; zero means tosca.DefaultScriptTimeout.
 	Timeout time.Duration
+	// Instantiate is the SOL003 instantiate request of an ETSI SOL001 VNF package: its
+	// instantiation level and additionalParams (the flavour was chosen by the compile).
+	Instantiate *etsi.Request
 }
 
 // Renderer renders compiled packages, caching results by compile key and options.
@@ -78,7 +82,7 @@ func (r *Renderer) Render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 
 func renderKey(compileKey string, opts Options) string {
 	h := sha256.New()
-	data, _ := json.Marshal([]any{compileKey, opts.Service, opts.Namespace, opts.Attributes})
+	data, _ := json.Marshal([]any{compileKey, opts.Service, opts.Namespace, opts.Attributes, opts.Instantiate})
 	h.Write(data)
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -94,7 +98,16 @@ func (r *Renderer) render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 	if err != nil {
 		return nil, err
 	}
-	return assemble(raw, opts)
+	result, err := assemble(raw, opts)
+	if err != nil {
+		return nil, err
+	}
+	result.Warnings = compiled.Warnings()
+	data, _ := raw.(map[string]any)
+	if err := mapVNF(ctx, compiled, data, result, opts); err != nil {
+		return nil, err
+	}
+	return result, nil
 }
 
 // problemDiagnostics converts problems that scriptlets reported (unsatisfied requirements,

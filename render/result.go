@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"calaf.io/calaf/etsi"
+	"calaf.io/calaf/tosca"
 )
 
 // Result is a rendered package: its objects, the plan of its node templates, and its
@@ -22,6 +25,10 @@ type Result struct {
 	// OutputErrors says why an output could not be evaluated (yet), by output name;
 	// typically it reads an attribute that has not been observed.
 	OutputErrors map[string]string
+	// Warnings are what the compile and the render tolerated or adjusted, located.
+	Warnings []tosca.Diagnostic
+	// VNF describes the instance of an ETSI SOL001 VNF package (nil for other packages).
+	VNF *etsi.VNF
 }
 
 // Node is the plan of one node template.
