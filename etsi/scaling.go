@@ -7,12 +7,12 @@ import (
 
 // SOL001 policy types Calaf reads.
 const (
-	policyScalingAspects     = "tosca.policies.nfv.ScalingAspects"
-	policyAspectDeltas       = "tosca.policies.nfv.VduScalingAspectDeltas"
-	policyInitialDelta       = "tosca.policies.nfv.VduInitialDelta"
-	policyLevels             = "tosca.policies.nfv.InstantiationLevels"
-	policyVduLevels          = "tosca.policies.nfv.VduInstantiationLevels"
-	maxReplicas        int64 = 10000
+	policyScalingAspects       = "tosca.policies.nfv.ScalingAspects"
+	policyAspectDeltas         = "tosca.policies.nfv.VduScalingAspectDeltas"
+	policyInitialDelta         = "tosca.policies.nfv.VduInitialDelta"
+	policyLevels               = "tosca.policies.nfv.InstantiationLevels"
+	policyVduLevels            = "tosca.policies.nfv.VduInstantiationLevels"
+	maxReplicas          int64 = 10000
 )
 
 // Policy is a TOSCA policy of the flavour, its values evaluated.

@@ -80,7 +80,7 @@ func occurrenceWarnings(vnfd *tosca.VNFD, raw any) []tosca.Diagnostic {
 		s := asMap(item)
 		node := asString(s["node"])
 		warnings = append(warnings, tosca.Diagnostic{File: vnfd.FlavourFile, Line: vnfd.NodeLines[node],
-			Path: fmt.Sprintf("topology_template.node_templates[%q].capabilities[%q]", node, asString(s["capability"])),
+			Path:    fmt.Sprintf("topology_template.node_templates[%q].capabilities[%q]", node, asString(s["capability"])),
 			Message: fmt.Sprintf("%d relationships, fewer than the minimum %d of its occurrences (tolerated: container VDUs have no connection points binding to them)", asInt(s["count"]), asInt(s["min"]))})
 	}
 	return warnings

@@ -146,4 +146,3 @@ func (t nodeTypes) defaults(name string) map[string]any {
 	}
 	return defaults
 }
-
