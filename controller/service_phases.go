@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/internal/jsonvalue"
 	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/render"
@@ -28,6 +29,8 @@ type scope struct {
 	Artifact *sourcepkg.Artifact
 	Compiled *tosca.Compiled
 	Result   *render.Result
+	// Instantiate is the Service's ETSI instantiate request, if any.
+	Instantiate *etsi.Request
 	// Attributes observed this reconcile, by node and name.
 	Attributes map[string]map[string]any
 	// renderedWith are the attributes the objects were rendered with (those in status at
@@ -75,7 +78,7 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 	if svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != "" {
 		svc.Status.LastHandledReconcileAt = svc.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	}
-	phases := []phase{r.reconcileSource, r.reconcileCompile, r.reconcileRender, r.reconcileDeploy, r.reconcilePrune, r.reconcileOutputs}
+	phases := []phase{r.reconcileSource, r.reconcileCompile, r.reconcileRender, r.reconcileDeploy, r.reconcilePrune, r.reconcileOutputs, r.reconcileVNFStatus}
 	var err error
 	for _, run := range phases {
 		if err = run(ctx, s); err != nil {
@@ -115,7 +118,12 @@ func (r *ServiceReconciler) reconcileCompile(ctx context.Context, s *scope) erro
 		return err
 	}
 	s.Inputs = inputs
-	key := tosca.CacheKey(s.Artifact.Package.Digest, inputs)
+	request, opts, err := instantiateRequest(s.Service)
+	if err != nil {
+		return err
+	}
+	s.Instantiate = request
+	key := tosca.CompileKey(s.Artifact.Package.Digest, inputs, opts)
 	compiled, ok := r.Compiler.Cached(key, s.Artifact.Package)
 	if !ok {
 		if compiled = r.loadState(ctx, s.Service, key, s.Artifact.Package, inputs); compiled != nil {
@@ -123,7 +131,7 @@ func (r *ServiceReconciler) reconcileCompile(ctx context.Context, s *scope) erro
 		}
 	}
 	if compiled == nil {
-		if compiled, err = r.Compiler.Compile(ctx, s.Artifact.Package, inputs); err != nil {
+		if compiled, err = r.Compiler.CompileWith(ctx, s.Artifact.Package, inputs, opts); err != nil {
 			return r.invalid(s, v1alpha1.ConditionCompiled, err)
 		}
 	}
@@ -188,7 +196,7 @@ func (r *ServiceReconciler) reconcileRender(ctx context.Context, s *scope) error
 }
 
 func (r *ServiceReconciler) renderOptions(s *scope, attributes map[string]map[string]any) render.Options {
-	return render.Options{Service: s.Service.Name, Namespace: s.Service.Namespace, Attributes: attributes, Timeout: r.ScriptTimeout}
+	return render.Options{Service: s.Service.Name, Namespace: s.Service.Namespace, Attributes: attributes, Timeout: r.ScriptTimeout, Instantiate: s.Instantiate}
 }
 
 // statusAttributes returns the attributes recorded in status, by node.

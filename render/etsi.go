@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/tosca"
 )
@@ -26,7 +27,7 @@ func mapVNF(ctx context.Context, compiled *tosca.Compiled, raw map[string]any, r
 		VNFD: vnfd, Package: compiled.Package, Nodes: etsiNodes(raw["nodes"]), Policies: etsiPolicies(raw["policies"]),
 		Request: opts.Instantiate, Service: opts.Service, Namespace: opts.Namespace,
 		Selector: func(node string) map[string]string {
-			return map[string]string{LabelService: opts.Service, LabelNode: LabelValue(node)}
+			return map[string]string{v1alpha1.LabelService: opts.Service, v1alpha1.LabelNode: LabelValue(node)}
 		},
 	})
 	if err != nil {

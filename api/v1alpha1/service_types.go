@@ -87,6 +87,11 @@ type ServiceSpec struct {
 	// --verify-anchors); a Service can make the mode stricter, never weaker.
 	// +optional
 	Verify *VerifySpec `json:"verify,omitempty"`
+
+	// Instantiate is the ETSI SOL003 InstantiateVnfRequest of an ETSI SOL001 VNF package:
+	// its deployment flavour, instantiation level and additionalParams (docs/etsi.md).
+	// +optional
+	Instantiate *InstantiateRequest `json:"instantiate,omitempty"`
 }
 
 // VerifyMode says what a package that fails verification does.
@@ -124,6 +129,28 @@ type AnchorsReference struct {
 	// Key holding the bundle; defaults to "ca.crt".
 	// +optional
 	Key string `json:"key,omitempty"`
+}
+
+// InstantiateRequest is a SOL003 InstantiateVnfRequest, as the parameter files of an NFVO
+// or a VNFM (Tacker) write it.
+type InstantiateRequest struct {
+	// FlavourID selects the deployment flavour; empty selects the package's only one.
+	// +optional
+	FlavourID string `json:"flavourId,omitempty"`
+
+	// InstantiationLevelID selects the instantiation level; empty selects the flavour's
+	// default level.
+	// +optional
+	InstantiationLevelID string `json:"instantiationLevelId,omitempty"`
+
+	// AdditionalParams are free-form; Calaf reads lcm-kubernetes-def-files, namespace,
+	// helm_chart_path, helm_value_names and helm_parameters.
+	// +optional
+	AdditionalParams map[string]apiextensionsv1.JSON `json:"additionalParams,omitempty"`
+
+	// ExtVirtualLinks are accepted and ignored on Kubernetes, with a warning.
+	// +optional
+	ExtVirtualLinks []apiextensionsv1.JSON `json:"extVirtualLinks,omitempty"`
 }
 
 // Source locates a TOSCA package. Exactly one member is set.
@@ -417,6 +444,50 @@ type ServiceStatus struct {
 	// LastHandledReconcileAt is the last value of the reconcile-request annotation handled.
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+	// VNF is the state of an ETSI SOL001 VNF: its flavour and level, each VDU's replicas,
+	// each scaling aspect's level.
+	// +optional
+	VNF *VNFStatus `json:"vnf,omitempty"`
+	// Warnings of the last render: the real-world idioms the package relies on that were
+	// tolerated, and what was adjusted (at most 20, located in the package).
+	// +optional
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// VNFStatus is the instantiated state of an ETSI SOL001 VNF.
+type VNFStatus struct {
+	// FlavourID is the deployment flavour deployed.
+	FlavourID string `json:"flavourId"`
+	// InstantiationLevelID is the instantiation level deployed ("" when the flavour has none).
+	// +optional
+	InstantiationLevelID string `json:"instantiationLevelId,omitempty"`
+	// VDUs lists each VDU with its workload and replicas.
+	// +optional
+	VDUs []VDUStatus `json:"vdus,omitempty"`
+	// ScaleStatus is the scale level of each scaling aspect (SOL003 scaleStatus).
+	// +optional
+	ScaleStatus []ScaleInfo `json:"scaleStatus,omitempty"`
+	// MaxScaleLevels is the highest scale level of each scaling aspect.
+	// +optional
+	MaxScaleLevels []ScaleInfo `json:"maxScaleLevels,omitempty"`
+}
+
+// VDUStatus is a VDU and the workload realizing it.
+type VDUStatus struct {
+	// VduID is the VDU's node template.
+	VduID string `json:"vduId"`
+	// Workload is the "Kind/name" of the workload.
+	Workload string `json:"workload"`
+	// DesiredReplicas is the number of instances of the instantiation level.
+	DesiredReplicas int32 `json:"desiredReplicas"`
+	// ReadyReplicas is the number of ready pods observed.
+	ReadyReplicas int32 `json:"readyReplicas"`
+}
+
+// ScaleInfo is the scale level of a scaling aspect.
+type ScaleInfo struct {
+	AspectID   string `json:"aspectId"`
+	ScaleLevel int32  `json:"scaleLevel"`
 }
 
 // Service is a network service described in TOSCA, deployed and run by Calaf.
