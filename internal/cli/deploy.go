@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
@@ -30,6 +32,7 @@ const maxUploadBytes = 900 << 10
 type deployFlags struct {
 	kube           kubeFlags
 	inputs         inputFlags
+	etsi           etsiFlags
 	sha256         string
 	gitURL         string
 	gitRef         string
@@ -68,6 +71,7 @@ func newDeployCommand() *cobra.Command {
 	}
 	flags.kube.register(cmd)
 	flags.inputs.register(cmd)
+	flags.etsi.register(cmd)
 	cmd.Flags().StringVar(&flags.sha256, "sha256", "", "expected SHA-256 of a package downloaded from a URL")
 	cmd.Flags().StringVar(&flags.gitURL, "git", "", "URL of a git repository holding the package")
 	cmd.Flags().StringVar(&flags.gitRef, "ref", "", "git branch, tag, or 40-hex commit (default: branch main)")
@@ -87,6 +91,14 @@ func newDeployCommand() *cobra.Command {
 func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args []string) error {
 	name := args[0]
 	inputs, err := flags.inputs.parse()
+	if err != nil {
+		return err
+	}
+	request, err := flags.etsi.request()
+	if err != nil {
+		return err
+	}
+	instantiate, err := specRequest(request)
 	if err != nil {
 		return err
 	}
@@ -121,7 +133,8 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 			svc.Spec.Source.OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: flags.secret}
 		}
 	default:
-		if archive, err = packLocal(ctx, args[1], name, namespace, inputs, flags.skipValidation); err != nil {
+		check := validation{inputs: inputs, request: request, options: flags.etsi.options(request), skip: flags.skipValidation, warnings: cmd.ErrOrStderr()}
+		if archive, err = packLocal(ctx, args[1], name, namespace, check); err != nil {
 			return err
 		}
 		sum := source.SHA256(archive)
@@ -134,6 +147,7 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 	for key, value := range inputs {
 		svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: mustJSON(value)}
 	}
+	svc.Spec.Instantiate = instantiate
 	svc.Spec.Interval = &metav1.Duration{Duration: flags.interval}
 	svc.Spec.Timeout = &metav1.Duration{Duration: flags.timeout}
 	svc.Spec.DeletionPolicy = v1alpha1.DeletionPolicy(flags.deletionPolicy)
@@ -165,23 +179,34 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 	return waitForService(ctx, cmd.OutOrStdout(), c, client.ObjectKeyFromObject(svc), svc.Generation, flags.waitTimeout)
 }
 
+// validation says how deploy validates a local package before uploading it.
+type validation struct {
+	inputs   map[string]any
+	request  *etsi.Request
+	options  tosca.CompileOptions
+	skip     bool
+	warnings io.Writer
+}
+
 // packLocal validates a local package (unless told not to) and packs it for upload.
 // A signed CSAR (SOL004 option 2) is uploaded as it is, so the operator verifies its
 // signature.
-func packLocal(ctx context.Context, path, service, namespace string, inputs map[string]any, skipValidation bool) ([]byte, error) {
+func packLocal(ctx context.Context, path, service, namespace string, check validation) ([]byte, error) {
 	pkg, envelope, err := sol004.Open(path, tosca.DefaultLimits())
 	if err != nil {
 		return nil, err
 	}
 	defer pkg.Close()
-	if !skipValidation {
-		compiled, err := tosca.NewCompiler(1).Compile(ctx, pkg, inputs)
+	if !check.skip {
+		compiled, err := tosca.NewCompiler(1).CompileWith(ctx, pkg, check.inputs, check.options)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := render.NewRenderer(1).Render(ctx, compiled, render.Options{Service: service, Namespace: namespace}); err != nil {
+		result, err := render.NewRenderer(1).Render(ctx, compiled, render.Options{Service: service, Namespace: namespace, Instantiate: check.request})
+		if err != nil {
 			return nil, err
 		}
+		writeWarnings(check.warnings, result.Warnings)
 	}
 	var archive []byte
 	if envelope != nil {

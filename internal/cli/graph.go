@@ -30,7 +30,7 @@ func newGraphCommand() *cobra.Command {
 				return err
 			}
 			defer c.pkg.Close()
-			result, err := flags.render(ctx, c)
+			result, err := flags.render(ctx, c, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -117,7 +117,7 @@ func newDiffCommand() *cobra.Command {
 				return err
 			}
 			defer compiled.pkg.Close()
-			result, err := flags.render(ctx, compiled)
+			result, err := flags.render(ctx, compiled, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -130,6 +130,7 @@ func newDiffCommand() *cobra.Command {
 	}
 	kube.register(cmd)
 	flags.inputs.register(cmd)
+	flags.etsi.register(cmd)
 	return cmd
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/tliron/go-transcribe"
 	"sigs.k8s.io/yaml"
 
+	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/tosca/sol004"
@@ -21,6 +22,7 @@ import (
 // packageFlags are the flags of the commands that compile a package offline.
 type packageFlags struct {
 	inputs    inputFlags
+	etsi      etsiFlags
 	service   string
 	namespace string
 	timeout   time.Duration
@@ -31,6 +33,7 @@ type packageFlags struct {
 
 func (f *packageFlags) register(cmd *cobra.Command, outputs string, defaultOutput string) {
 	f.inputs.register(cmd)
+	f.etsi.register(cmd)
 	cmd.Flags().StringVar(&f.service, "service", "demo", "name of the Calaf Service the package is rendered for")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace the package is rendered for")
 	cmd.Flags().DurationVar(&f.timeout, "script-timeout", tosca.DefaultScriptTimeout, "deadline of the package's scriptlets")
@@ -46,10 +49,15 @@ type compiled struct {
 	integrity *tosca.IntegrityReport
 	// signature is the verdict on the package's signature; Off without --anchors.
 	signature *sol004.Verdict
+	request   *etsi.Request
 }
 
 func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, error) {
 	inputs, err := f.inputs.parse()
+	if err != nil {
+		return nil, err
+	}
+	request, err := f.etsi.request()
 	if err != nil {
 		return nil, err
 	}
@@ -65,16 +73,22 @@ func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, e
 	if err != nil {
 		return nil, err
 	}
-	result, err := tosca.NewCompiler(1).Compile(ctx, pkg, inputs)
+	result, err := tosca.NewCompiler(1).CompileWith(ctx, pkg, inputs, f.etsi.options(request))
 	if err != nil {
 		pkg.Close()
 		return nil, err
 	}
-	return &compiled{pkg: pkg, compiled: result, integrity: integrity, signature: verdict}, nil
+	return &compiled{pkg: pkg, compiled: result, integrity: integrity, signature: verdict, request: request}, nil
 }
 
-func (f *packageFlags) render(ctx context.Context, c *compiled) (*render.Result, error) {
-	return render.NewRenderer(1).Render(ctx, c.compiled, render.Options{Service: f.service, Namespace: f.namespace, Timeout: f.timeout})
+// render renders a compiled package and prints its warnings to w.
+func (f *packageFlags) render(ctx context.Context, c *compiled, w io.Writer) (*render.Result, error) {
+	result, err := render.NewRenderer(1).Render(ctx, c.compiled, render.Options{Service: f.service, Namespace: f.namespace, Timeout: f.timeout, Instantiate: c.request})
+	if err != nil {
+		return nil, err
+	}
+	writeWarnings(w, result.Warnings)
+	return result, nil
 }
 
 func checkOutput(value string, allowed ...string) error {
@@ -108,7 +122,7 @@ func newValidateCommand() *cobra.Command {
 				return err
 			}
 			defer c.pkg.Close()
-			result, err := flags.render(ctx, c)
+			result, err := flags.render(ctx, c, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -120,6 +134,10 @@ func newValidateCommand() *cobra.Command {
 			if flags.anchors != "" {
 				printVerdict(cmd.OutOrStdout(), c.signature)
 			}
+			if n := len(c.integrity.MetaVerified); n > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "integrity: %s digests verified (%d files)\n", tosca.MetaPath, n)
+			}
+			writeVNF(cmd.OutOrStdout(), result)
 			return nil
 		},
 	}
@@ -175,7 +193,7 @@ func newRenderCommand() *cobra.Command {
 				return err
 			}
 			defer c.pkg.Close()
-			result, err := flags.render(ctx, c)
+			result, err := flags.render(ctx, c, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -213,4 +231,23 @@ func writeObjects(w io.Writer, result *render.Result, format string) error {
 		}
 	}
 	return nil
+}
+
+// writeVNF prints the flavour, level and VDUs of an ETSI SOL001 VNF package.
+func writeVNF(w io.Writer, result *render.Result) {
+	vnf := result.VNF
+	if vnf == nil {
+		return
+	}
+	level := vnf.Level
+	if level == "" {
+		level = "(none)"
+	}
+	fmt.Fprintf(w, "vnf: flavour %s, instantiation level %s\n", vnf.Flavour, level)
+	for _, vdu := range vnf.VDUs {
+		fmt.Fprintf(w, "vdu %s: %s, %d replicas\n", vdu.Node, vdu.Workload, vdu.Replicas)
+	}
+	for _, a := range vnf.Aspects {
+		fmt.Fprintf(w, "aspect %s: scale level %d of %d\n", a.ID, a.ScaleLevel, a.MaxScaleLevel)
+	}
 }
