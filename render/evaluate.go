@@ -45,7 +45,7 @@ func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[
 	probs := problems.NewProblems(nil)
 	sandbox := &tosca.Sandbox{Timeout: timeout, Log: log, Programs: programs, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}}}
 	result, execErr := sandbox.Exec(ctx, clout, probs, driverScriptlet, function, params)
-	diags := problemDiagnostics(pkg, probs)
+	diags := problemDiagnostics(compiled, probs)
 	if execErr != nil {
 		var scriptErr *tosca.ScriptError
 		if !errors.As(execErr, &scriptErr) {

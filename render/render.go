@@ -112,12 +112,17 @@ func (r *Renderer) render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 
 // problemDiagnostics converts problems that scriptlets reported (unsatisfied requirements,
 // failed constraints, function errors) into diagnostics.
-func problemDiagnostics(pkg *tosca.Package, probs *problems.Problems) []tosca.Diagnostic {
+// Requirement resolution reports its problems in the section "Resolution", at the line of
+// a node template: they are in the compiled entry (a SOL001 package's flavour file).
+func problemDiagnostics(compiled *tosca.Compiled, probs *problems.Problems) []tosca.Diagnostic {
+	pkg := compiled.Package
 	var diags []tosca.Diagnostic
 	for _, problem := range probs.Slice() {
 		d := tosca.Diagnostic{File: problem.Section, Path: problem.Item, Message: problemMessage(problem.Message)}
 		if rel, ok := pkg.Rel(trimFileScheme(problem.Section)); ok {
 			d.File = rel
+		} else if problem.Section == "Resolution" {
+			d.File = compiledEntry(compiled)
 		}
 		if problem.Row > 0 {
 			d.Line = problem.Row
@@ -145,4 +150,13 @@ func trimFileScheme(s string) string {
 
 func invalidf(format string, args ...any) error {
 	return &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{Message: fmt.Sprintf(format, args...)}}}
+}
+
+// compiledEntry is the template a compile started from: a SOL001 package's flavour file,
+// else the package's entry.
+func compiledEntry(compiled *tosca.Compiled) string {
+	if vnfd := compiled.VNFD(); vnfd != nil {
+		return vnfd.FlavourFile
+	}
+	return compiled.Package.Entry
 }
