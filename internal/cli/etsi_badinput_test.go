@@ -27,8 +27,8 @@ type etsiCase struct {
 	// keepHashes leaves the digests of TOSCA.meta as they are; otherwise they are
 	// recomputed after the edits.
 	keepHashes bool
-	strict  bool
-	want    []string
+	strict     bool
+	want       []string
 }
 
 type edit struct{ file, old, new string }
