@@ -101,7 +101,7 @@ func (m *mapper) containerWorkload(n *Node) ([]*object, error) {
 	placement(pod, n.Properties, selector)
 	spec := map[string]any{
 		"replicas": m.replicas[n.Name],
-		"selector": map[string]any{"matchLabels": selector},
+		"selector": map[string]any{"matchLabels": copyLabels(selector)},
 		"template": map[string]any{"metadata": map[string]any{"labels": copyLabels(selector)}, "spec": pod},
 	}
 	if kind == "StatefulSet" {

@@ -186,6 +186,7 @@ func checkCase(t *testing.T, c goldenCase, result *render.Result) {
 		}
 	}
 	for _, obj := range result.Objects {
+		_ = obj.DeepCopy() // panics on values that are not JSON data (map[string]string, ...)
 		if obj.GetNamespace() != goldenNamespace {
 			t.Errorf("%s/%s is in namespace %q", obj.GetKind(), obj.GetName(), obj.GetNamespace())
 		}
