@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -107,7 +108,29 @@ func (r *Renderer) render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 	if err := mapVNF(ctx, compiled, data, result, opts); err != nil {
 		return nil, err
 	}
+	if len(result.Objects) == 0 && len(result.Nodes) > 0 {
+		result.Warnings = append(result.Warnings, noObjects(compiledEntry(compiled), result.Nodes))
+	}
 	return result, nil
+}
+
+// noObjects says that a package validates but maps no node to any object, naming the
+// node types that have no renderer.
+func noObjects(entry string, nodes []*Node) tosca.Diagnostic {
+	seen := map[string]bool{}
+	var types []string
+	for _, node := range nodes {
+		if !seen[node.Type] {
+			seen[node.Type] = true
+			types = append(types, node.Type)
+		}
+	}
+	sort.Strings(types)
+	if len(types) > 5 {
+		types = append(types[:5], fmt.Sprintf("and %d more", len(types)-5))
+	}
+	return tosca.Diagnostic{File: entry, Message: fmt.Sprintf("the package validates but maps no node to any Kubernetes object: none of the types of its %d node templates (%s) has a renderer (calaf.render), and it is no ETSI SOL001 VNF with a deployment flavour (docs/etsi.md)",
+		len(nodes), strings.Join(types, ", "))}
 }
 
 // problemDiagnostics converts problems that scriptlets reported (unsatisfied requirements,

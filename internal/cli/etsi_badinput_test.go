@@ -265,3 +265,26 @@ func TestETSIBadInputs(t *testing.T) {
 		})
 	}
 }
+
+// A package whose nodes map to no object at all validates, and says so: an ETSI VNFD
+// without deployment flavours (as published packages are, once edited to compile as a
+// single template) would otherwise render nothing, silently.
+func TestNoObjectsIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"vnfd.yaml": `tosca_definitions_version: tosca_simple_yaml_1_2
+imports:
+- https://calaf.io/profiles/etsi-nfv/sol001/1.0/etsi_nfv_sol001_vnfd_types.yaml
+topology_template:
+  node_templates:
+    VDU1:
+      type: tosca.nodes.nfv.Vdu.Compute
+      properties: { name: vdu1, vdu_profile: { min_number_of_instances: 1, max_number_of_instances: 1 } }
+`})
+	code, stdout, stderr := runCalaf(t, caseTimeout, "validate", filepath.Join(dir, "vnfd.yaml"))
+	if code != ExitOK || !strings.Contains(stdout, "0 objects") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if want := "warning: vnfd.yaml: the package validates but maps no node to any Kubernetes object: none of the types of its 1 node templates (tosca.nodes.nfv.Vdu.Compute) has a renderer"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr)
+	}
+}
