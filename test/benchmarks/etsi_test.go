@@ -232,7 +232,7 @@ func TestETSIReport(t *testing.T) {
 func etsiMarkdown(rows []etsiRow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", etsiSectionTitle)
-	fmt.Fprintf(&b, "Written by `make bench` (internal/benchmarks, TestETSIReport) on %s: %s, %s/%s, %d CPUs, %s; load average at the end %s.\n\n",
+	fmt.Fprintf(&b, "Written by `make bench` (test/benchmarks, TestETSIReport) on %s: %s, %s/%s, %d CPUs, %s; load average at the end %s.\n\n",
 		time.Now().UTC().Format("2006-01-02"), benchreport.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), benchreport.LoadAverage())
 	fmt.Fprintf(&b, "Each measure and its baseline run interleaved, %d rounds each of `testing.Benchmark`; the best round of each is shown (ns/op). Calaf's side includes the render — resolve, coerce, the ETSI mapping (manifests read, VDUs bound, replicas set) — which the raw compile does not do.\n\n", *rounds)
 	b.WriteString("| measure | Calaf | same-run baseline | ratio |\n|---|---:|---:|---:|\n")
