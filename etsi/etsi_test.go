@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -130,18 +129,5 @@ func TestHelmDeadline(t *testing.T) {
 	_, err = renderTemplates(context.Background(), ch, map[string]any{}, "r", "ns", 50*time.Millisecond)
 	if !errors.Is(err, ErrHelmTimeout) {
 		t.Errorf("a slow chart: %v", err)
-	}
-}
-
-// The in-pod runner stays small: it links neither the Helm SDK nor this package.
-func TestRunnerHasNoHelm(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "calaf.io/calaf/cmd/calaf-runner").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "helm.sh/") || line == "calaf.io/calaf/etsi" {
-			t.Errorf("cmd/calaf-runner depends on %s", line)
-		}
 	}
 }
