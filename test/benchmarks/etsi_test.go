@@ -19,9 +19,9 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 
 	"calaf.io/calaf/etsi"
-	"calaf.io/calaf/test/benchreport"
 	"calaf.io/calaf/profiles"
 	"calaf.io/calaf/render"
+	"calaf.io/calaf/test/benchreport"
 	"calaf.io/calaf/tosca"
 )
 
