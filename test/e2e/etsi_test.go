@@ -124,8 +124,10 @@ func TestEtsiOsContainerCNF(t *testing.T) {
 	ns := c.Namespace(t, "e2e-etsi")
 	ctx := context.Background()
 
-	calaf(t, "deploy", "shop", "test/etsi/cnf-oscontainer", "-n", ns, "--wait", "--wait-timeout=4m")
-	expectVNF(t, ns, "shop", map[string]int32{"catalog": 1, "orders": 1}, map[string]int32{"catalog_aspect": 0})
+	calaf(t, "deploy", "shop", "test/etsi/cnf-oscontainer", "-n", ns, "--instantiate", "test/etsi/cnf-oscontainer.basic.yaml", "--wait", "--wait-timeout=4m")
+	svc := expectVNF(t, ns, "shop", map[string]int32{"catalog": 1, "orders": 1}, map[string]int32{"catalog_aspect": 0})
+	g.Expect(svc.Spec.Instantiate.FlavourID).To(Equal("standard"))
+	g.Expect(svc.Status.VNF.InstantiationLevelID).To(Equal("basic"), "the flavour's default level")
 	catalog, err := c.Clientset.AppsV1().Deployments(ns).Get(ctx, "catalog", metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(catalog.Spec.Template.Spec.Containers).To(HaveLen(2))
