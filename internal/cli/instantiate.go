@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -77,4 +79,35 @@ func specRequest(req *etsi.Request) (*v1alpha1.InstantiateRequest, error) {
 		spec.ExtVirtualLinks = append(spec.ExtVirtualLinks, apiextensionsv1.JSON{Raw: data})
 	}
 	return spec, nil
+}
+
+// describeVNF writes the VNF of a Service's status — flavour, level, each VDU's replicas,
+// each aspect's scale level — and its warnings.
+func describeVNF(b *strings.Builder, vnf *v1alpha1.VNFStatus, warnings []string) {
+	if vnf != nil {
+		level := vnf.InstantiationLevelID
+		if level == "" {
+			level = "(none)"
+		}
+		fmt.Fprintf(b, "\nVNF: flavour %s, instantiation level %s\n", vnf.FlavourID, level)
+		w := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "VDU\tWORKLOAD\tREADY")
+		for _, vdu := range vnf.VDUs {
+			fmt.Fprintf(w, "%s\t%s\t%d/%d\n", vdu.VduID, vdu.Workload, vdu.ReadyReplicas, vdu.DesiredReplicas)
+		}
+		w.Flush()
+		for i, a := range vnf.ScaleStatus {
+			maxLevel := int32(0)
+			if i < len(vnf.MaxScaleLevels) {
+				maxLevel = vnf.MaxScaleLevels[i].ScaleLevel
+			}
+			fmt.Fprintf(b, "aspect %s: scale level %d of %d\n", a.AspectID, a.ScaleLevel, maxLevel)
+		}
+	}
+	if len(warnings) > 0 {
+		b.WriteString("\nWarnings:\n")
+		for _, warning := range warnings {
+			fmt.Fprintf(b, "  %s\n", warning)
+		}
+	}
 }

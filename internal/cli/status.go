@@ -113,6 +113,7 @@ func describe(svc *v1alpha1.Service) string {
 		}
 		w.Flush()
 	}
+	describeVNF(&b, svc.Status.VNF, svc.Status.Warnings)
 	if len(svc.Status.Outputs) > 0 || len(svc.Status.PendingOutputs) > 0 {
 		b.WriteString("\nOutputs:\n")
 		names := map[string]bool{}

@@ -100,6 +100,10 @@ func TestEtsiManifestsCNF(t *testing.T) {
 	scaled, err := c.Clientset.AppsV1().ReplicaSets(ns).Get(ctx, "front", metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(scaled.UID).To(Equal(front.UID), "scaled in place")
+	status := calaf(t, "status", "cnf", "-n", ns)
+	g.Expect(status).To(ContainSubstring("VNF: flavour simple, instantiation level instantiation_level_2"))
+	g.Expect(status).To(MatchRegexp(`front\s+ReplicaSet/front\s+2/2`))
+	g.Expect(status).To(ContainSubstring("aspect front_aspect: scale level 1 of 2"))
 
 	svc = getService(t, ns, "cnf")
 	svc.Spec.Instantiate.FlavourID = "huge"
