@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,8 +26,9 @@ const deletePollInterval = time.Second
 
 // finalize tears a deleted Service down. With DeletionPolicy Delete its objects are
 // deleted node by node in reverse deployment order, each node's objects gone before the
-// next; with Orphan they are left running without Calaf's labels. A suspended Service is
-// let go without touching its objects.
+// next, then the claims its StatefulSets made (unless RetainVolumes); with Orphan they are
+// left running without Calaf's labels. A suspended Service is let go without touching its
+// objects.
 func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(svc, v1alpha1.ServiceFinalizer) {
 		return ctrl.Result{}, nil
@@ -34,10 +36,14 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 	if !svc.Spec.Suspend {
 		var done bool
 		var err error
-		if svc.Spec.DeletionPolicy == v1alpha1.DeletionPolicyOrphan {
+		orphan := svc.Spec.DeletionPolicy == v1alpha1.DeletionPolicyOrphan
+		if orphan {
 			done, err = r.orphan(ctx, svc)
 		} else {
 			done, err = r.deleteInReverse(ctx, svc)
+		}
+		if done && err == nil {
+			done, err = r.releaseVolumes(ctx, svc, !orphan && !svc.Spec.RetainVolumes)
 		}
 		if err != nil {
 			setDeleting(svc, err.Error())
@@ -185,13 +191,7 @@ func (r *ServiceReconciler) orphan(ctx context.Context, svc *v1alpha1.Service) (
 		if live == nil {
 			continue
 		}
-		labels := map[string]any{}
-		for _, key := range []string{v1alpha1.LabelManagedBy, v1alpha1.LabelService, v1alpha1.LabelServiceNamespace, v1alpha1.LabelNode} {
-			labels[key] = nil
-		}
-		patch := map[string]any{"metadata": map[string]any{"labels": labels}}
-		data, _ := json.Marshal(patch)
-		if err := writer.Patch(ctx, live, client.RawPatch(types.MergePatchType, data)); err != nil && !apierrors.IsNotFound(err) {
+		if err := writer.Patch(ctx, live, unlabel()); err != nil && !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("orphaning %s %s: %w", live.GetKind(), live.GetName(), err)
 		}
 	}
@@ -210,4 +210,51 @@ func (r *ServiceReconciler) ownedLive(ctx context.Context, svc *v1alpha1.Service
 		return nil, err
 	}
 	return live, nil
+}
+
+// releaseVolumes deals with the claims the Service's StatefulSets made from their
+// volumeClaimTemplates (they are not in the inventory, and Kubernetes keeps them): it
+// deletes them, or, when they are kept, removes Calaf's labels so that nothing claims them
+// for the deleted Service. It reports done once none is left labelled for the Service.
+func (r *ServiceReconciler) releaseVolumes(ctx context.Context, svc *v1alpha1.Service, remove bool) (bool, error) {
+	writer, err := r.writerFor(svc)
+	if err != nil {
+		return false, err
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.APIReader.List(ctx, claims, client.InNamespace(svc.Namespace), client.MatchingLabels{v1alpha1.LabelService: svc.Name}); err != nil {
+		return false, fmt.Errorf("listing the Service's volume claims: %w", err)
+	}
+	var deleting []string
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		if !remove {
+			if err := writer.Patch(ctx, claim, unlabel()); err != nil && !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("releasing PersistentVolumeClaim %s: %w", claim.Name, err)
+			}
+			continue
+		}
+		if claim.DeletionTimestamp == nil {
+			if err := writer.Delete(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("deleting PersistentVolumeClaim %s: %w", claim.Name, err)
+			}
+		}
+		deleting = append(deleting, "PersistentVolumeClaim/"+claim.Name)
+	}
+	if len(deleting) > 0 {
+		setDeleting(svc, fmt.Sprintf("deleting the volumes of StatefulSets: %v", deleting))
+		return false, nil
+	}
+	return true, nil
+}
+
+// unlabel is the merge patch that removes Calaf's labels from an object: nothing manages
+// it for a Service any more.
+func unlabel() client.Patch {
+	labels := map[string]any{}
+	for _, key := range []string{v1alpha1.LabelManagedBy, v1alpha1.LabelService, v1alpha1.LabelServiceNamespace, v1alpha1.LabelNode} {
+		labels[key] = nil
+	}
+	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	return client.RawPatch(types.MergePatchType, data)
 }

@@ -72,6 +72,12 @@ type ServiceSpec struct {
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 
+	// RetainVolumes keeps the claims StatefulSets made from their volumeClaimTemplates when
+	// the Service is deleted (without Calaf's labels, so nothing manages them any more); by
+	// default DeletionPolicy Delete deletes them with the Service.
+	// +optional
+	RetainVolumes bool `json:"retainVolumes,omitempty"`
+
 	// ServiceAccountName is impersonated to apply, prune and delete the objects, so a
 	// Service can do no more than that account may.
 	// +optional

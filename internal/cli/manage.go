@@ -80,20 +80,28 @@ func newDeleteCommand() *cobra.Command {
 	}.command()
 }
 
-// waitForDeletion waits until the Service is gone.
+// waitForDeletion waits until the Service is gone, printing where its deletion stands
+// (which node's objects are going, which teardown operation runs) as it moves.
 func waitForDeletion(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	last := ""
 	for {
-		err := c.Get(ctx, key, &v1alpha1.Service{})
+		svc := &v1alpha1.Service{}
+		err := c.Get(ctx, key, svc)
 		if apierrors.IsNotFound(err) {
 			fmt.Fprintf(cmd.OutOrStdout(), "service %s/%s deleted\n", key.Namespace, key.Name)
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("timeout: the Service is still being deleted")
+			return fmt.Errorf("timeout: the Service is still being deleted; last: %s", last)
 		}
-		time.Sleep(time.Second)
+		if ready := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady); err == nil && ready != nil &&
+			ready.Reason == v1alpha1.ReasonDeleting && ready.Message != last {
+			last = ready.Message
+			fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", last)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 
