@@ -114,34 +114,10 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 		}
 		exists = false
 	}
-	var archive []byte
-	switch {
-	case flags.gitURL != "":
-		svc.Spec.Source = v1alpha1.Source{Git: &v1alpha1.GitSource{URL: flags.gitURL, Path: flags.gitPath, Ref: gitRef(flags.gitRef)}}
-		if flags.secret != "" {
-			svc.Spec.Source.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: flags.secret}
-		}
-	case strings.HasPrefix(args[1], "https://") || strings.HasPrefix(args[1], "http://"):
-		svc.Spec.Source = v1alpha1.Source{URL: args[1], SHA256: flags.sha256}
-		if flags.secret != "" {
-			svc.Spec.Source.SecretRef = &v1alpha1.LocalObjectReference{Name: flags.secret}
-		}
-	case strings.HasPrefix(args[1], "oci://"):
-		svc.Spec.Source = v1alpha1.Source{OCI: ociSource(args[1])}
-		svc.Spec.Source.OCI.Insecure = flags.insecure
-		if flags.secret != "" {
-			svc.Spec.Source.OCI.SecretRef = &v1alpha1.LocalObjectReference{Name: flags.secret}
-		}
-	default:
-		check := validation{inputs: inputs, request: request, options: flags.etsi.options(request), skip: flags.skipValidation, warnings: cmd.ErrOrStderr()}
-		if archive, err = packLocal(ctx, args[1], name, namespace, check); err != nil {
-			return err
-		}
-		sum := source.SHA256(archive)
-		svc.Spec.Source = v1alpha1.Source{Upload: &v1alpha1.UploadSource{ConfigMapName: uploadName(name), SHA256: sum}}
-		if err := storeUpload(ctx, c, namespace, uploadName(name), archive); err != nil {
-			return err
-		}
+	check := validation{inputs: inputs, request: request, options: flags.etsi.options(request), skip: flags.skipValidation, warnings: cmd.ErrOrStderr()}
+	uploaded, err := setSource(ctx, c, svc, flags, args[1], check)
+	if err != nil {
+		return err
 	}
 	svc.Spec.Inputs = map[string]apiextensionsv1.JSON{}
 	for key, value := range inputs {
@@ -152,6 +128,45 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 	svc.Spec.Timeout = &metav1.Duration{Duration: flags.timeout}
 	svc.Spec.DeletionPolicy = v1alpha1.DeletionPolicy(flags.deletionPolicy)
 	svc.Spec.ServiceAccountName = flags.serviceAccount
+	if err := writeService(ctx, cmd, c, svc, exists, uploaded); err != nil {
+		return err
+	}
+	if !flags.wait {
+		return nil
+	}
+	return waitForService(ctx, cmd.OutOrStdout(), c, client.ObjectKeyFromObject(svc), svc.Generation, flags.waitTimeout)
+}
+
+// setSource points the Service at its package: a git repository, an HTTP(S) URL, an OCI
+// reference, or a local package, validated and uploaded to a ConfigMap (uploaded true).
+func setSource(ctx context.Context, c client.Client, svc *v1alpha1.Service, flags deployFlags, src string, check validation) (uploaded bool, err error) {
+	var secret *v1alpha1.LocalObjectReference
+	if flags.secret != "" {
+		secret = &v1alpha1.LocalObjectReference{Name: flags.secret}
+	}
+	switch {
+	case flags.gitURL != "":
+		svc.Spec.Source = v1alpha1.Source{Git: &v1alpha1.GitSource{URL: flags.gitURL, Path: flags.gitPath, Ref: gitRef(flags.gitRef), SecretRef: secret}}
+	case strings.HasPrefix(src, "https://") || strings.HasPrefix(src, "http://"):
+		svc.Spec.Source = v1alpha1.Source{URL: src, SHA256: flags.sha256, SecretRef: secret}
+	case strings.HasPrefix(src, "oci://"):
+		svc.Spec.Source = v1alpha1.Source{OCI: ociSource(src)}
+		svc.Spec.Source.OCI.Insecure = flags.insecure
+		svc.Spec.Source.OCI.SecretRef = secret
+	default:
+		archive, err := packLocal(ctx, src, svc.Name, svc.Namespace, check)
+		if err != nil {
+			return false, err
+		}
+		svc.Spec.Source = v1alpha1.Source{Upload: &v1alpha1.UploadSource{ConfigMapName: uploadName(svc.Name), SHA256: source.SHA256(archive)}}
+		return true, storeUpload(ctx, c, svc.Namespace, uploadName(svc.Name), archive)
+	}
+	return false, nil
+}
+
+// writeService creates or updates the Service, ties an uploaded package to it, and says so.
+func writeService(ctx context.Context, cmd *cobra.Command, c client.Client, svc *v1alpha1.Service, exists, uploaded bool) error {
+	var err error
 	if exists {
 		err = c.Update(ctx, svc)
 	} else {
@@ -163,7 +178,7 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 	if err != nil {
 		return err
 	}
-	if archive != nil {
+	if uploaded {
 		if err := ownUpload(ctx, c, svc); err != nil {
 			return err
 		}
@@ -172,11 +187,8 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 	if exists {
 		verb = "updated"
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "service %s/%s %s (generation %d)\n", namespace, name, verb, svc.Generation)
-	if !flags.wait {
-		return nil
-	}
-	return waitForService(ctx, cmd.OutOrStdout(), c, client.ObjectKeyFromObject(svc), svc.Generation, flags.waitTimeout)
+	fmt.Fprintf(cmd.OutOrStdout(), "service %s/%s %s (generation %d)\n", svc.Namespace, svc.Name, verb, svc.Generation)
+	return nil
 }
 
 // validation says how deploy validates a local package before uploading it.

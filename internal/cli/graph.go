@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"html"
 	"io"
@@ -14,28 +15,14 @@ import (
 )
 
 func newGraphCommand() *cobra.Command {
-	var flags packageFlags
-	cmd := &cobra.Command{
-		Use:   "graph SOURCE",
-		Short: "Draw the topology of a TOSCA package: DOT, SVG, or a self-contained HTML page",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(flags.output, "dot", "svg", "html"); err != nil {
-				return err
-			}
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			c, err := flags.compile(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			defer c.pkg.Close()
-			result, err := flags.render(ctx, c, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
+	return packageCommand{
+		use:     "graph",
+		short:   "Draw the topology of a TOSCA package: DOT, SVG, or a self-contained HTML page",
+		formats: []string{"dot", "svg", "html"},
+		render:  true,
+		run: func(_ context.Context, cmd *cobra.Command, f *packageFlags, c *compiled, result *render.Result) error {
 			title := strings.TrimSuffix(c.pkg.Entry, ".yaml")
-			switch flags.output {
+			switch f.output {
 			case "dot":
 				return writeDOT(cmd.OutOrStdout(), title, result)
 			case "svg":
@@ -44,9 +31,7 @@ func newGraphCommand() *cobra.Command {
 				return writeHTML(cmd.OutOrStdout(), title, result)
 			}
 		},
-	}
-	flags.register(cmd, "dot|svg|html", "dot")
-	return cmd
+	}.command()
 }
 
 // writeDOT writes the topology as a Graphviz digraph: node templates with their type and

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,16 +106,35 @@ func commandContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(cmd.Context(), os.Interrupt)
 }
 
-func newValidateCommand() *cobra.Command {
+// packageCommand is the skeleton of the offline commands that act on one package
+// (validate, compile, render, graph): the package flags, the output format checked
+// before anything runs, the package compiled (and closed after) and, when asked,
+// rendered with its warnings on stderr.
+type packageCommand struct {
+	use, short, long string
+	// formats are the values of -o, the default first; none: no -o flag.
+	formats []string
+	// render renders the compiled package before run.
+	render bool
+	// flags adds the command's own flags.
+	flags func(cmd *cobra.Command, f *packageFlags)
+	run   func(ctx context.Context, cmd *cobra.Command, f *packageFlags, c *compiled, result *render.Result) error
+}
+
+// command builds the cobra command.
+func (pc packageCommand) command() *cobra.Command {
 	var flags packageFlags
 	cmd := &cobra.Command{
-		Use:   "validate SOURCE",
-		Short: "Validate a TOSCA package: parse, compile, evaluate functions and render it",
-		Long: "Validate a package (directory, CSAR, signed zip, or YAML file) offline. Types, inputs, requirements,\n" +
-			"function expressions and the renderers of its profiles are all checked. Exit code 1 and\n" +
-			"one diagnostic per line on stderr when something is wrong.",
-		Args: cobra.ExactArgs(1),
+		Use:   pc.use + " SOURCE",
+		Short: pc.short,
+		Long:  pc.long,
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(pc.formats) > 0 {
+				if err := checkOutput(flags.output, pc.formats...); err != nil {
+					return err
+				}
+			}
 			ctx, cancel := commandContext(cmd)
 			defer cancel()
 			c, err := flags.compile(ctx, args[0])
@@ -122,86 +142,85 @@ func newValidateCommand() *cobra.Command {
 				return err
 			}
 			defer c.pkg.Close()
-			result, err := flags.render(ctx, c, cmd.ErrOrStderr())
-			if err != nil {
-				return err
+			var result *render.Result
+			if pc.render {
+				if result, err = flags.render(ctx, c, cmd.ErrOrStderr()); err != nil {
+					return err
+				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "valid: %s (%s): %d node templates, %d objects, %d outputs\n",
-				c.pkg.Entry, c.pkg.Digest, len(result.Nodes), len(result.Objects), len(result.Outputs))
-			if c.integrity.Manifest != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "integrity: %s\n", c.integrity.Summary())
-			}
-			if flags.anchors != "" {
-				printVerdict(cmd.OutOrStdout(), c.signature)
-			}
-			if n := len(c.integrity.MetaVerified); n > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "integrity: %s digests verified (%d files)\n", tosca.MetaPath, n)
-			}
-			writeVNF(cmd.OutOrStdout(), result)
-			return nil
+			return pc.run(ctx, cmd, &flags, c, result)
 		},
 	}
-	flags.register(cmd, "", "")
-	cmd.Flags().StringVar(&flags.anchors, "anchors", "", "PEM bundle of trust anchors: the package must carry a SOL004 signature chaining to one")
+	if len(pc.formats) > 0 {
+		flags.register(cmd, strings.Join(pc.formats, "|"), pc.formats[0])
+	} else {
+		flags.register(cmd, "", "")
+	}
+	if pc.flags != nil {
+		pc.flags(cmd, &flags)
+	}
 	return cmd
+}
+
+func newValidateCommand() *cobra.Command {
+	return packageCommand{
+		use:   "validate",
+		short: "Validate a TOSCA package: parse, compile, evaluate functions and render it",
+		long: "Validate a package (directory, CSAR, signed zip, or YAML file) offline. Types, inputs, requirements,\n" +
+			"function expressions and the renderers of its profiles are all checked. Exit code 1 and\n" +
+			"one diagnostic per line on stderr when something is wrong.",
+		render: true,
+		flags: func(cmd *cobra.Command, f *packageFlags) {
+			cmd.Flags().StringVar(&f.anchors, "anchors", "", "PEM bundle of trust anchors: the package must carry a SOL004 signature chaining to one")
+		},
+		run: func(_ context.Context, cmd *cobra.Command, f *packageFlags, c *compiled, result *render.Result) error {
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "valid: %s (%s): %d node templates, %d objects, %d outputs\n",
+				c.pkg.Entry, c.pkg.Digest, len(result.Nodes), len(result.Objects), len(result.Outputs))
+			if c.integrity.Manifest != "" {
+				fmt.Fprintf(out, "integrity: %s\n", c.integrity.Summary())
+			}
+			if f.anchors != "" {
+				printVerdict(out, c.signature)
+			}
+			if n := len(c.integrity.MetaVerified); n > 0 {
+				fmt.Fprintf(out, "integrity: %s digests verified (%d files)\n", tosca.MetaPath, n)
+			}
+			writeVNF(out, result)
+			return nil
+		},
+	}.command()
 }
 
 func newCompileCommand() *cobra.Command {
-	var flags packageFlags
 	var coerce bool
-	cmd := &cobra.Command{
-		Use:   "compile SOURCE",
-		Short: "Compile a TOSCA package into its topology graph (a Puccini Clout)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(flags.output, "yaml", "json"); err != nil {
-				return err
-			}
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			c, err := flags.compile(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			defer c.pkg.Close()
-			clout, err := render.Evaluate(ctx, c.compiled, flags.timeout, coerce)
-			if err != nil {
-				return err
-			}
-			return transcribe.NewTranscriber().SetWriter(cmd.OutOrStdout()).SetFormat(flags.output).SetIndentSpaces(2).Write(clout)
+	return packageCommand{
+		use:     "compile",
+		short:   "Compile a TOSCA package into its topology graph (a Puccini Clout)",
+		formats: []string{"yaml", "json"},
+		flags: func(cmd *cobra.Command, _ *packageFlags) {
+			cmd.Flags().BoolVar(&coerce, "coerce", false, "evaluate functions and replace values by their results")
 		},
-	}
-	flags.register(cmd, "yaml|json", "yaml")
-	cmd.Flags().BoolVar(&coerce, "coerce", false, "evaluate functions and replace values by their results")
-	return cmd
+		run: func(ctx context.Context, cmd *cobra.Command, f *packageFlags, c *compiled, _ *render.Result) error {
+			clout, err := render.Evaluate(ctx, c.compiled, f.timeout, coerce)
+			if err != nil {
+				return err
+			}
+			return transcribe.NewTranscriber().SetWriter(cmd.OutOrStdout()).SetFormat(f.output).SetIndentSpaces(2).Write(clout)
+		},
+	}.command()
 }
 
 func newRenderCommand() *cobra.Command {
-	var flags packageFlags
-	cmd := &cobra.Command{
-		Use:   "render SOURCE",
-		Short: "Render a TOSCA package into the Kubernetes objects Calaf would apply",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(flags.output, "yaml", "json"); err != nil {
-				return err
-			}
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			c, err := flags.compile(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			defer c.pkg.Close()
-			result, err := flags.render(ctx, c, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			return writeObjects(cmd.OutOrStdout(), result, flags.output)
+	return packageCommand{
+		use:     "render",
+		short:   "Render a TOSCA package into the Kubernetes objects Calaf would apply",
+		formats: []string{"yaml", "json"},
+		render:  true,
+		run: func(_ context.Context, cmd *cobra.Command, f *packageFlags, _ *compiled, result *render.Result) error {
+			return writeObjects(cmd.OutOrStdout(), result, f.output)
 		},
-	}
-	flags.register(cmd, "yaml|json", "yaml")
-	return cmd
+	}.command()
 }
 
 // writeObjects prints rendered objects as multi-document YAML (each preceded by the node
