@@ -3,7 +3,9 @@ package etsi
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -124,9 +126,9 @@ func osContainer(n *Node) (map[string]any, error) {
 		return nil, fmt.Errorf("container %s: name %q is not a DNS label", n.Name, name)
 	}
 	image := ""
-	for _, artifactName := range sortedKeys(n.Artifacts) {
+	for _, artifactName := range slices.Sorted(maps.Keys(n.Artifacts)) {
 		a := n.Artifacts[artifactName]
-		if contains(a.Types, artifactSwImage) {
+		if slices.Contains(a.Types, artifactSwImage) {
 			image = imageOf(a)
 			break
 		}
@@ -145,7 +147,7 @@ func osContainer(n *Node) (map[string]any, error) {
 	}
 	if env := asMap(p["env"]); len(env) > 0 {
 		var vars []any
-		for _, k := range sortedKeys(env) {
+		for _, k := range slices.Sorted(maps.Keys(env)) {
 			vars = append(vars, map[string]any{"name": k, "value": fmt.Sprint(env[k])})
 		}
 		container["env"] = vars
@@ -188,7 +190,7 @@ func containerResources(p map[string]any) map[string]any {
 	set(requests, "ephemeral-storage", p["requested_ephemeral_storage_resources"], bytes)
 	set(limits, "ephemeral-storage", p["ephemeral_storage_resource_limit"], bytes)
 	pages := asMap(p["huge_pages_resources"])
-	for _, size := range sortedKeys(pages) {
+	for _, size := range slices.Sorted(maps.Keys(pages)) {
 		set(requests, "hugepages-"+size, pages[size], bytes)
 		set(limits, "hugepages-"+size, pages[size], bytes)
 	}
@@ -344,13 +346,4 @@ func toAnyList(list []string) []any {
 		out[i] = s
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, item := range list {
-		if item == s {
-			return true
-		}
-	}
-	return false
 }

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,8 +58,8 @@ func (m *mapper) charts() []chartSource {
 		charts = append(charts, chartSource{file: m.params.helmChartPath, owner: m.vnfNode})
 	}
 	for _, n := range m.in.Nodes {
-		for _, name := range sortedKeys(n.Artifacts) {
-			if a := n.Artifacts[name]; contains(a.Types, artifactHelmChart) && a.File != m.params.helmChartPath {
+		for _, name := range slices.Sorted(maps.Keys(n.Artifacts)) {
+			if a := n.Artifacts[name]; slices.Contains(a.Types, artifactHelmChart) && a.File != m.params.helmChartPath {
 				charts = append(charts, chartSource{file: a.File, owner: n.Name})
 			}
 		}
@@ -176,12 +178,12 @@ func (m *mapper) chartDirFiles(dir string) ([]*loader.BufferedFile, error) {
 // helm_parameters ("a.b": value), then each VDU's replicas at its helm_value_names entry.
 func (m *mapper) chartValues() (map[string]any, error) {
 	values := map[string]any{}
-	for _, key := range sortedKeys(m.params.helmParameters) {
+	for _, key := range slices.Sorted(maps.Keys(m.params.helmParameters)) {
 		if err := strvals.ParseInto(fmt.Sprintf("%s=%v", key, m.params.helmParameters[key]), values); err != nil {
 			return nil, fmt.Errorf("helm_parameters %s: %v", key, err)
 		}
 	}
-	for _, vdu := range sortedKeys(m.params.helmValueNames) {
+	for _, vdu := range slices.Sorted(maps.Keys(m.params.helmValueNames)) {
 		replicas, ok := m.replicas[vdu]
 		if !ok {
 			return nil, fmt.Errorf("helm_value_names names %s, which is not a VDU of the flavour", vdu)

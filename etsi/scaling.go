@@ -2,6 +2,8 @@ package etsi
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -109,7 +111,7 @@ func (s *scaling) level(requested string) (string, error) {
 	if len(s.levels) == 0 {
 		return "", fmt.Errorf("instantiationLevelId %q: the deployment flavour has no instantiation levels", requested)
 	}
-	return "", fmt.Errorf("instantiationLevelId %q is not an instantiation level of the deployment flavour; its levels: %s", requested, strings.Join(sortedKeys(s.levels), ", "))
+	return "", fmt.Errorf("instantiationLevelId %q is not an instantiation level of the deployment flavour; its levels: %s", requested, strings.Join(slices.Sorted(maps.Keys(s.levels)), ", "))
 }
 
 // scaleLevel is the scale level of an aspect at an instantiation level (0 when unsaid).
@@ -128,7 +130,7 @@ func (s *scaling) replicas(vdu string, profile vduProfile, level string) (int64,
 		if !ok {
 			n = max(profile.min, 1)
 		}
-		for _, aspectID := range sortedKeys(s.deltas[vdu]) {
+		for _, aspectID := range slices.Sorted(maps.Keys(s.deltas[vdu])) {
 			n += s.aspectDelta(vdu, aspectID, s.scaleLevel(level, aspectID))
 		}
 	}
@@ -190,7 +192,7 @@ type AspectStatus struct {
 // aspectStatus lists every aspect's scale level at an instantiation level.
 func (s *scaling) aspectStatus(level string) []AspectStatus {
 	var out []AspectStatus
-	for _, id := range sortedKeys(s.aspects) {
+	for _, id := range slices.Sorted(maps.Keys(s.aspects)) {
 		out = append(out, AspectStatus{ID: id, ScaleLevel: s.scaleLevel(level, id), MaxScaleLevel: s.aspects[id].maxLevel})
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/tosca/sol004"
 )
 
@@ -130,7 +131,7 @@ func verificationStatus(v *sol004.Verdict) (*v1alpha1.PackageVerification, *v1al
 	if v.Mode == sol004.Off {
 		mode = "Off"
 	}
-	verification := &v1alpha1.PackageVerification{Mode: mode, Method: string(v.Method), Verified: v.Verified, SignedArtifacts: int32(v.Artifacts), Message: truncateMessage(v.Summary(), 1024)}
+	verification := &v1alpha1.PackageVerification{Mode: mode, Method: string(v.Method), Verified: v.Verified, SignedArtifacts: int32(v.Artifacts), Message: text.Truncate(v.Summary(), 1024)}
 	if v.Signer == nil {
 		return verification, nil
 	}
@@ -138,11 +139,4 @@ func verificationStatus(v *sol004.Verdict) (*v1alpha1.PackageVerification, *v1al
 		Subject: v.Signer.Subject, Issuer: v.Signer.Issuer, Serial: v.Signer.Serial,
 		NotAfter: metav1.NewTime(v.Signer.NotAfter), Anchor: v.Signer.Anchor,
 	}
-}
-
-func truncateMessage(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

@@ -2,6 +2,8 @@ package tosca
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"gopkg.in/yaml.v3"
@@ -183,7 +185,7 @@ func flavourInputs(topFile string, top *yaml.Node, chosen flavourFile, propertie
 	topDeclared := mappingValue(mappingValue(top, "topology_template"), "inputs")
 	result := map[string]any{}
 	var diags []Diagnostic
-	for _, name := range sortedNames(inputs) {
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
 		switch {
 		case mappingValue(declared, name) != nil:
 			result[name] = inputs[name]

@@ -192,16 +192,6 @@ func nodeLines(top *yaml.Node) map[string]int {
 	return lines
 }
 
-// sortedNames returns the keys of a map, sorted.
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // isETSITypesFile tells whether a file name is one of the ETSI SOL001 type files.
 func isETSITypesFile(name string) bool {
 	base := path.Base(name)
