@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,6 +167,8 @@ func (o *Orchestrator) startOnDemand(ctx context.Context, r *nodeRun, requests *
 }
 
 // withRequestInputs sets the inputs an Operation gives over those the template declares.
+// An input whose template value is text stays text: 208 or true given for it (typed by a
+// shell: `calaf run … -i mcc=208`) becomes "208" or "true".
 func withRequestInputs(p *planned, request *v1alpha1.Operation) error {
 	inputs := maps.Clone(p.Request.Inputs)
 	if inputs == nil {
@@ -174,8 +177,17 @@ func withRequestInputs(p *planned, request *v1alpha1.Operation) error {
 	for name, raw := range request.Spec.Inputs {
 		var value any
 		decoder := json.NewDecoder(bytes.NewReader(raw.Raw))
+		decoder.UseNumber()
 		if err := decoder.Decode(&value); err != nil {
 			return fmt.Errorf("input %q is not valid JSON: %v", name, err)
+		}
+		if _, text := inputs[name].(string); text {
+			switch v := value.(type) {
+			case json.Number:
+				value = v.String()
+			case bool:
+				value = strconv.FormatBool(v)
+			}
 		}
 		inputs[name] = value
 	}

@@ -547,14 +547,19 @@ func getOperation(t *testing.T, w *world, name string) *v1alpha1.Operation {
 // An Operation runs once in the node's pods with its extra inputs, reports per-pod
 // results, and its attributes become the node's; later reconciles do not run it again.
 func TestOnDemandOperation(t *testing.T) {
-	report := render.Operation{Interface: "Admin", InterfaceType: "mini5gc.interfaces.Admin", Name: "report", Implementation: "report", Inputs: map[string]any{"verbose": false}}
+	report := render.Operation{Interface: "Admin", InterfaceType: "mini5gc.interfaces.Admin", Name: "report", Implementation: "report", Inputs: map[string]any{"verbose": false, "plmn": "00101"}}
 	w := newWorld(t, map[string]string{"Artifacts/report.js": "r"}, report)
 	w.addPod("smf-a", "rs-uid")
 	w.addPod("smf-b", "rs-uid")
+	var plmns []any
 	w.exec.fn = func(target Target, req *protocol.Request) (*protocol.Result, error) {
+		w.exec.mu.Lock()
+		plmns = append(plmns, req.Inputs["plmn"])
+		w.exec.mu.Unlock()
 		return &protocol.Result{Attributes: map[string]any{"last_report": fmt.Sprint(req.Inputs["verbose"])}, Logs: []string{"report from " + target.Pod}}, nil
 	}
-	op := createOperation(t, w, "report-1", "Admin.report", map[string]any{"verbose": true})
+	// plmn is text in the template: 208 given for it (as a shell types it) stays text.
+	op := createOperation(t, w, "report-1", "Admin.report", map[string]any{"verbose": true, "plmn": 208})
 	if op.Status.Phase != v1alpha1.OperationPending || len(op.OwnerReferences) != 1 || op.OwnerReferences[0].UID != "svc-uid" || op.Labels[v1alpha1.LabelService] != "core" {
 		t.Fatalf("accepted: %+v", op)
 	}
@@ -568,6 +573,9 @@ func TestOnDemandOperation(t *testing.T) {
 		t.Fatalf("an on-demand run leaves the node configured: %v, %v", configured, err)
 	}
 	expectCalls(t, w.exec.take(), "Admin.report@smf-a", "Admin.report@smf-b")
+	if len(plmns) != 2 || plmns[0] != "208" || plmns[1] != "208" {
+		t.Errorf("plmn reached the pods as %#v, want the text \"208\"", plmns)
+	}
 	op = getOperation(t, w, "report-1")
 	if op.Status.Phase != v1alpha1.OperationSucceeded || len(op.Status.Results) != 2 || !op.Status.Results[0].Succeeded ||
 		string(op.Status.Results[1].Attributes["last_report"].Raw) != `"true"` || op.Status.Results[1].Message != "report from smf-b" || op.Status.CompletionTime == nil {

@@ -243,3 +243,26 @@ func normalizeDecoded(v any) any {
 	}
 	return v
 }
+
+// textTypes are the TOSCA types whose values are text, however they look: an input of one
+// of them given as 208 on a command line is the string "208".
+var textTypes = []string{"string", "timestamp", "version", "scalar-unit.size", "scalar-unit.time",
+	"scalar-unit.frequency", "scalar-unit.bitrate", "tosca:string", "tosca:timestamp", "tosca:version"}
+
+// TextInputs returns the names of the entry template's inputs whose declared type is text
+// (string, version, timestamp, scalar units), so that a caller holding values typed by a
+// shell can give them their declared type.
+func (p *Package) TextInputs() (map[string]bool, error) {
+	doc, err := p.readYAML(p.Entry)
+	if err != nil {
+		return nil, err
+	}
+	text := map[string]bool{}
+	declared := mappingValue(mappingValue(mappingOf(doc), "topology_template"), "inputs")
+	for i := 0; declared != nil && declared.Kind == yaml.MappingNode && i+1 < len(declared.Content); i += 2 {
+		if t := mappingValue(declared.Content[i+1], "type"); t != nil && slices.Contains(textTypes, t.Value) {
+			text[declared.Content[i].Value] = true
+		}
+	}
+	return text, nil
+}

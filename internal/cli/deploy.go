@@ -114,7 +114,7 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 		}
 		exists = false
 	}
-	check := validation{inputs: inputs, request: request, options: flags.etsi.options(request), skip: flags.skipValidation, warnings: cmd.ErrOrStderr()}
+	check := validation{inputs: inputs, retype: flags.inputs.retype, request: request, options: flags.etsi.options(request), skip: flags.skipValidation, warnings: cmd.ErrOrStderr()}
 	uploaded, err := setSource(ctx, c, svc, flags, args[1], check)
 	if err != nil {
 		return err
@@ -193,7 +193,9 @@ func writeService(ctx context.Context, cmd *cobra.Command, c client.Client, svc 
 
 // validation says how deploy validates a local package before uploading it.
 type validation struct {
-	inputs   map[string]any
+	inputs map[string]any
+	// retype gives the inputs the package declares as text the text they were given.
+	retype   func(inputs map[string]any, pkg *tosca.Package) error
 	request  *etsi.Request
 	options  tosca.CompileOptions
 	skip     bool
@@ -209,6 +211,11 @@ func packLocal(ctx context.Context, path, service, namespace string, check valid
 		return nil, err
 	}
 	defer pkg.Close()
+	if check.retype != nil {
+		if err := check.retype(check.inputs, pkg); err != nil {
+			return nil, err
+		}
+	}
 	if !check.skip {
 		compiled, err := tosca.NewCompiler(1).CompileWith(ctx, pkg, check.inputs, check.options)
 		if err != nil {

@@ -7,12 +7,16 @@ import (
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
+
+	"calaf.io/calaf/tosca"
 )
 
 // inputFlags are the -i/--input and --inputs flags shared by the commands that compile.
 type inputFlags struct {
 	values []string
 	files  []string
+	// given holds the text of each -i value, for inputs the template declares as text.
+	given map[string]string
 }
 
 func (f *inputFlags) register(cmd *cobra.Command) {
@@ -46,6 +50,29 @@ func (f *inputFlags) parse() (map[string]any, error) {
 			value = text
 		}
 		inputs[name] = value
+		if f.given == nil {
+			f.given = map[string]string{}
+		}
+		f.given[name] = text
 	}
 	return inputs, nil
+}
+
+// retype gives the -i values of the inputs pkg declares as text (string, version,
+// timestamp, scalar units) their text: `-i mcc=208` is the string "208" when mcc is a
+// string, the integer 208 when it is an integer. inputs is changed in place.
+func (f *inputFlags) retype(inputs map[string]any, pkg *tosca.Package) error {
+	if len(f.given) == 0 {
+		return nil
+	}
+	text, err := pkg.TextInputs()
+	if err != nil {
+		return err
+	}
+	for name, given := range f.given {
+		if text[name] {
+			inputs[name] = given
+		}
+	}
+	return nil
 }

@@ -111,29 +111,18 @@ func newDiffCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff NAME SOURCE",
 		Short: "Show what deploying SOURCE to Service NAME would change (server-side dry-run)",
-		Args:  cobra.ExactArgs(2),
+		Long: "Show what deploying SOURCE to Service NAME would change, as a server-side dry-run.\n" +
+			"Exit code 0: no differences; 1: differences; 3 (2 for a wrong command line): an error.",
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := commandContext(cmd)
-			defer cancel()
-			c, namespace, err := kube.client()
-			if err != nil {
-				return err
+			changes, err := runDiff(cmd, &kube, &flags, args[0], args[1])
+			switch {
+			case err != nil:
+				return diffFailed{err}
+			case changes > 0:
+				return differencesFound{changes}
 			}
-			flags.service, flags.namespace = args[0], namespace
-			compiled, err := flags.compile(ctx, args[1])
-			if err != nil {
-				return err
-			}
-			defer compiled.pkg.Close()
-			result, err := flags.render(ctx, compiled, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			svc := &v1alpha1.Service{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: args[0]}, svc); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-			return writeDiff(ctx, cmd, c, svc, result)
+			return nil
 		},
 	}
 	kube.register(cmd)
@@ -142,9 +131,35 @@ func newDiffCommand() *cobra.Command {
 	return cmd
 }
 
+// runDiff compiles and renders SOURCE for Service NAME and prints what deploying it would
+// change; it returns how many objects would change.
+func runDiff(cmd *cobra.Command, kube *kubeFlags, flags *packageFlags, name, src string) (int, error) {
+	ctx, cancel := commandContext(cmd)
+	defer cancel()
+	c, namespace, err := kube.client()
+	if err != nil {
+		return 0, err
+	}
+	flags.service, flags.namespace = name, namespace
+	compiled, err := flags.compile(ctx, src)
+	if err != nil {
+		return 0, err
+	}
+	defer compiled.pkg.Close()
+	result, err := flags.render(ctx, compiled, cmd.ErrOrStderr())
+	if err != nil {
+		return 0, err
+	}
+	svc := &v1alpha1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil && !apierrors.IsNotFound(err) {
+		return 0, err
+	}
+	return writeDiff(ctx, cmd, c, svc, result)
+}
+
 // writeDiff prints, per object, what a server-side apply would change, and the objects the
-// Service would prune.
-func writeDiff(ctx context.Context, cmd *cobra.Command, c client.Client, svc *v1alpha1.Service, result *render.Result) error {
+// Service would prune; it returns how many objects would change.
+func writeDiff(ctx context.Context, cmd *cobra.Command, c client.Client, svc *v1alpha1.Service, result *render.Result) (int, error) {
 	manager := ssa.NewResourceManager(c, nil, ssa.Owner{Field: "calaf", Group: "calaf.io"})
 	out := cmd.OutOrStdout()
 	changes := 0
@@ -153,7 +168,7 @@ func writeDiff(ctx context.Context, cmd *cobra.Command, c client.Client, svc *v1
 		desired[render.ObjectID(obj)] = true
 		entry, live, dryRun, err := manager.Diff(ctx, obj.DeepCopy(), ssa.DefaultDiffOptions())
 		if err != nil {
-			return err
+			return 0, err
 		}
 		switch entry.Action {
 		case ssa.CreatedAction:
@@ -176,7 +191,7 @@ func writeDiff(ctx context.Context, cmd *cobra.Command, c client.Client, svc *v1
 	if changes == 0 {
 		fmt.Fprintln(out, "no changes")
 	}
-	return nil
+	return changes, nil
 }
 
 // clean drops what the server maintains from an object before diffing.

@@ -74,6 +74,10 @@ func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, e
 	if err != nil {
 		return nil, err
 	}
+	if err := f.inputs.retype(inputs, pkg); err != nil {
+		pkg.Close()
+		return nil, err
+	}
 	result, err := tosca.NewCompiler(1).CompileWith(ctx, pkg, inputs, f.etsi.options(request))
 	if err != nil {
 		pkg.Close()

@@ -13,15 +13,28 @@ import (
 	"calaf.io/calaf/tosca"
 )
 
-// Exit codes of calaf.
+// Exit codes of calaf. calaf diff answers as kubectl diff does: 0 no differences,
+// ExitDifferences when there are, ExitDiffFailed (or ExitUsage) when it could not tell.
 const (
-	ExitOK      = 0
-	ExitInvalid = 1 // invalid package or inputs, or a failed operation
-	ExitUsage   = 2 // wrong command line
+	ExitOK          = 0
+	ExitInvalid     = 1 // invalid package or inputs, or a failed operation
+	ExitUsage       = 2 // wrong command line
+	ExitDifferences = 1 // calaf diff: the deployment would change something
+	ExitDiffFailed  = 3 // calaf diff: an error (an invalid package, the cluster)
 )
 
 // usageError marks errors of the command line itself.
 type usageError struct{ error }
+
+// differencesFound is what calaf diff returns when it printed differences.
+type differencesFound struct{ changes int }
+
+func (d differencesFound) Error() string { return fmt.Sprintf("%d differences", d.changes) }
+
+// diffFailed marks the errors of calaf diff, which exit with ExitDiffFailed.
+type diffFailed struct{ error }
+
+func (e diffFailed) Unwrap() error { return e.error }
 
 // Streams are where a command reads and writes.
 type Streams struct {
@@ -44,9 +57,17 @@ func Run(args []string, streams Streams) int {
 		return ExitOK
 	}
 	var usage usageError
-	if errors.As(err, &usage) {
+	var differences differencesFound
+	var failedDiff diffFailed
+	switch {
+	case errors.As(err, &usage):
 		fmt.Fprintf(streams.Err, "Error: %v\nRun '%s --help' for usage.\n", err, root.Name())
 		return ExitUsage
+	case errors.As(err, &differences):
+		return ExitDifferences
+	case errors.As(err, &failedDiff):
+		printError(streams.Err, failedDiff.error)
+		return ExitDiffFailed
 	}
 	printError(streams.Err, err)
 	return ExitInvalid
