@@ -132,6 +132,25 @@ func (o *Orchestrator) start(key string, j *job, rc runContext) {
 	}()
 }
 
+// Wait waits until no job of this orchestrator runs, or at most max, or ctx ends: a new
+// orchestrator (a new manager, see operator.Run) must not start an operation this one
+// still runs.
+func (o *Orchestrator) Wait(ctx context.Context, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		o.mu.Lock()
+		busy := false
+		for _, j := range o.jobs {
+			busy = busy || !j.isFinished()
+		}
+		o.mu.Unlock()
+		if !busy {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // execute runs a job's work, pods in parallel (bounded), each pod's operations in order.
 func (o *Orchestrator) execute(j *job, rc runContext) {
 	sem := make(chan struct{}, o.podParallelism)

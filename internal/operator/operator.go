@@ -3,7 +3,6 @@
 package operator
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,11 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -72,6 +75,15 @@ type Options struct {
 	WebhookToken func() ([]byte, error)
 	// Verify is the signature policy every Service's package passes (SOL004).
 	Verify source.VerifyDefaults
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election. The leader
+	// keeps its lease while the API server is away for less than RenewDeadline (40 s:
+	// an API server restart); after a longer outage it makes a new manager in-process
+	// (see Run) and takes the lease back at once with the same identity.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// RestartAfter is the API outage after which the manager is made anew once the API
+	// answers (fresh watches, no backed-off retries); shorter outages only ask for every
+	// Service to be reconciled.
+	RestartAfter time.Duration
 }
 
 // DefaultOptions are the defaults of `calaf operator`.
@@ -86,6 +98,10 @@ func DefaultOptions() Options {
 		RenderCacheSize:   512,
 		ScriptTimeout:     tosca.DefaultScriptTimeout,
 		ProgressInterval:  5 * time.Second,
+		LeaseDuration:     60 * time.Second,
+		RenewDeadline:     40 * time.Second,
+		RetryPeriod:       5 * time.Second,
+		RestartAfter:      30 * time.Second,
 	}
 }
 
@@ -104,14 +120,35 @@ func NewScheme() *runtime.Scheme {
 // NewManager builds the manager and registers the reconcilers; Start runs it.
 func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manager, *controller.ServiceReconciler, error) {
 	ctrl.SetLogger(log)
-	mgr, err := newManager(config, opts)
+	st, err := newStages(config, opts, metrics.Registry, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	m := controller.NewMetrics(metrics.Registry)
-	fetcher, err := newFetcher(mgr, opts)
+	mgr, reconciler, _, err := buildManager(config, opts, st, log)
+	return mgr, reconciler, err
+}
+
+// stages are what an operator process keeps for its whole life, across the managers it
+// may make (see Run): the package store and fetcher, the compile and render caches, the
+// metrics (registered once) and its leader election identity.
+type stages struct {
+	metrics              *controller.Metrics
+	orchestrationMetrics *orchestration.Metrics
+	fetcher              *source.Fetcher
+	compiler             *tosca.Compiler
+	renderer             *render.Renderer
+	identity             string
+}
+
+func newStages(config *rest.Config, opts Options, registry prometheus.Registerer, log logr.Logger) (*stages, error) {
+	m := controller.NewMetrics(registry)
+	reader, err := client.New(config, client.Options{Scheme: NewScheme()})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	fetcher, err := newFetcher(reader, opts)
+	if err != nil {
+		return nil, err
 	}
 	compiler := tosca.NewCompiler(opts.CompileCacheSize)
 	compiler.Log = log.WithName("tosca")
@@ -121,38 +158,61 @@ func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manage
 	renderer := render.NewRenderer(opts.RenderCacheSize)
 	renderer.Log = log.WithName("render")
 	renderer.OnRender = m.ObserveRender
+	hostname, _ := os.Hostname()
+	return &stages{
+		metrics: m, orchestrationMetrics: orchestration.NewMetrics(registry),
+		fetcher: fetcher, compiler: compiler, renderer: renderer,
+		identity: hostname + "_" + string(uuid.NewUUID()),
+	}, nil
+}
 
-	triggers := controller.NewTriggers(1024)
+// buildManager makes a manager with the reconcilers, the webhook and the API monitor.
+func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger) (ctrl.Manager, *controller.ServiceReconciler, *orchestration.Orchestrator, error) {
+	mgr, err := newManager(config, opts, st.identity)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	triggers := controller.NewTriggers(8192)
 	reconciler := &controller.ServiceReconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Config:           mgr.GetConfig(),
 		Recorder:         mgr.GetEventRecorder("calaf-operator"),
-		Fetcher:          fetcher,
-		Compiler:         compiler,
-		Renderer:         renderer,
+		Fetcher:          st.fetcher,
+		Compiler:         st.compiler,
+		Renderer:         st.renderer,
 		Triggers:         triggers,
-		Metrics:          m,
+		Metrics:          st.metrics,
 		ScriptTimeout:    opts.ScriptTimeout,
 		ProgressInterval: opts.ProgressInterval,
 	}
+	var orchestrator *orchestration.Orchestrator
 	if opts.Orchestration {
-		if reconciler.Orchestrator, err = addOrchestration(mgr, opts, triggers, log); err != nil {
-			return nil, nil, err
+		if orchestrator, err = addOrchestration(mgr, opts, triggers, st.orchestrationMetrics, log); err != nil {
+			return nil, nil, nil, err
 		}
+		reconciler.Orchestrator = orchestrator
 	}
 	if err := reconciler.SetupWithManager(mgr, opts.Concurrency); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := addWebhook(mgr, opts, triggers, log); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return mgr, reconciler, nil
+	monitor, err := newAPIMonitor(config, mgr.GetAPIReader(), triggers, opts, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := mgr.Add(monitor); err != nil {
+		return nil, nil, nil, err
+	}
+	return mgr, reconciler, orchestrator, nil
 }
 
 // newManager makes the manager: its cache holds Calaf's resources and the objects of
-// Calaf Services only.
-func newManager(config *rest.Config, opts Options) (ctrl.Manager, error) {
+// Calaf Services only; its leader election uses the process's identity and lease timings
+// that outlast an API server restart (see Options.LeaseDuration).
+func newManager(config *rest.Config, opts Options, identity string) (ctrl.Manager, error) {
 	managed, err := labels.NewRequirement(v1alpha1.LabelService, selection.Exists, nil)
 	if err != nil {
 		return nil, err
@@ -168,16 +228,26 @@ func newManager(config *rest.Config, opts Options) (ctrl.Manager, error) {
 	if opts.Namespace != "" {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
 	}
+	lock, err := leaderLock(config, opts, identity)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
-		Scheme:                        NewScheme(),
-		Cache:                         cacheOptions,
-		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Event{}}}},
-		Metrics:                       metricsOptions(opts),
-		HealthProbeBindAddress:        opts.HealthAddress,
-		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              "calaf-operator.calaf.io",
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
+		Scheme:                              NewScheme(),
+		Cache:                               cacheOptions,
+		Client:                              client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Event{}}}},
+		Metrics:                             metricsOptions(opts),
+		HealthProbeBindAddress:              opts.HealthAddress,
+		LeaderElection:                      opts.LeaderElection,
+		LeaderElectionID:                    leaderElectionID,
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       &opts.LeaseDuration,
+		RenewDeadline:                       &opts.RenewDeadline,
+		RetryPeriod:                         &opts.RetryPeriod,
+		LeaderElectionReleaseOnCancel:       true,
+		// Run makes a new manager after losing the leadership: its controllers have the
+		// names of the last one's.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, err
@@ -191,16 +261,17 @@ func newManager(config *rest.Config, opts Options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// newFetcher makes the package fetcher of every source kind, on the local package store.
-func newFetcher(mgr ctrl.Manager, opts Options) (*source.Fetcher, error) {
+// newFetcher makes the package fetcher of every source kind, on the local package store;
+// reader reads Secrets and ConfigMaps straight from the API server.
+func newFetcher(reader client.Reader, opts Options) (*source.Fetcher, error) {
 	limits := tosca.DefaultLimits()
 	store, err := source.NewStore(opts.PackageCacheDir, opts.PackageCacheBytes, limits)
 	if err != nil {
 		return nil, fmt.Errorf("package cache: %w", err)
 	}
-	fetcher := &source.Fetcher{Store: store, Reader: mgr.GetAPIReader(), MaxArchiveBytes: limits.MaxTotalBytes, Verify: opts.Verify}
-	fetcher.Git = &source.Git{Store: store, Reader: mgr.GetAPIReader()}
-	fetcher.OCI = &source.OCI{Store: store, Reader: mgr.GetAPIReader(), MaxArchiveBytes: limits.MaxTotalBytes}
+	fetcher := &source.Fetcher{Store: store, Reader: reader, MaxArchiveBytes: limits.MaxTotalBytes, Verify: opts.Verify}
+	fetcher.Git = &source.Git{Store: store, Reader: reader}
+	fetcher.OCI = &source.OCI{Store: store, Reader: reader, MaxArchiveBytes: limits.MaxTotalBytes}
 	if opts.Configure != nil {
 		if err := opts.Configure(fetcher); err != nil {
 			return nil, err
@@ -211,7 +282,7 @@ func newFetcher(mgr ctrl.Manager, opts Options) (*source.Fetcher, error) {
 
 // addOrchestration makes the orchestrator (operations run in pods with calaf-runner) and
 // registers the Operation reconciler; both ask for reconciles through triggers.
-func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, log logr.Logger) (*orchestration.Orchestrator, error) {
+func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, m *orchestration.Metrics, log logr.Logger) (*orchestration.Orchestrator, error) {
 	log = log.WithName("orchestrator")
 	runner, err := orchestration.LoadRunner(opts.RunnerPath)
 	if err != nil {
@@ -222,7 +293,7 @@ func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Trigg
 	recorder := mgr.GetEventRecorder("calaf-operator")
 	orchestrator := orchestration.NewOrchestrator(mgr.GetClient(), orchestration.NewPodExecutor(mgr.GetConfig(), runner), orchestration.Options{
 		Recorder: recorder,
-		Metrics:  orchestration.NewMetrics(metrics.Registry),
+		Metrics:  m,
 		Notify:   triggers.Trigger,
 		Log:      log,
 	})
@@ -260,15 +331,6 @@ func addWebhook(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, l
 		OnlyServeWhenLeader: true,
 		ShutdownTimeout:     &shutdown,
 	})
-}
-
-// Run builds the manager and runs it until ctx ends.
-func Run(ctx context.Context, config *rest.Config, opts Options, log logr.Logger) error {
-	mgr, _, err := NewManager(config, opts, log)
-	if err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
 }
 
 // trimForCache keeps cached objects small: managed fields are dropped, the hash of Calaf's

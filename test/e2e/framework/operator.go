@@ -86,6 +86,8 @@ type Operator struct {
 	Args    []string
 	cmd     *exec.Cmd
 	log     *os.File
+	// exited is closed when the process ended.
+	exited chan struct{}
 }
 
 // Start runs the operator; its output is appended to LogPath.
@@ -103,8 +105,23 @@ func (o *Operator) Start() error {
 		log.Close()
 		return err
 	}
-	o.cmd, o.log = cmd, log
+	o.cmd, o.log, o.exited = cmd, log, make(chan struct{})
+	go func(exited chan struct{}) { _ = cmd.Wait(); close(exited) }(o.exited)
 	return nil
+}
+
+// Running tells whether the process started last still runs (it never exited, by crash
+// or by itself).
+func (o *Operator) Running() bool {
+	if o.cmd == nil {
+		return false
+	}
+	select {
+	case <-o.exited:
+		return false
+	default:
+		return true
+	}
 }
 
 // Kill ends the operator with SIGKILL, as a crash would, and reaps it.
@@ -122,13 +139,11 @@ func (o *Operator) signal(sig syscall.Signal) {
 		return
 	}
 	_ = syscall.Kill(-o.cmd.Process.Pid, sig)
-	done := make(chan struct{})
-	go func() { _ = o.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-o.exited:
 	case <-time.After(20 * time.Second):
 		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		<-o.exited
 	}
 	o.log.Close()
 	o.cmd = nil
