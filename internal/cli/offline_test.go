@@ -17,7 +17,7 @@ func TestOfflineCommands(t *testing.T) {
 		code int
 		out  []string // substrings of stdout (exit 0) or stderr
 	}{
-		{"validate", []string{"validate", network}, ExitOK, []string{"valid: Definitions/core.yaml", "7 node templates, 13 objects"}},
+		{"validate", []string{"validate", network}, ExitOK, []string{"valid: Definitions/core.yaml", "9 node templates, 13 objects"}},
 		{"validate with inputs", []string{"validate", hello, "-i", "replicas=3", "-i", "message=hi there"}, ExitOK, []string{"valid: service.yaml"}},
 		{"input out of range", []string{"validate", hello, "-i", "replicas=11"}, ExitInvalid, []string{`inputs["replicas"]`}},
 		{"render yaml", []string{"render", hello, "--service", "hw", "-n", "web"}, ExitOK, []string{"# node: web (calaf.nodes.Deployment)", "name: hw-web", "namespace: web"}},

@@ -17,7 +17,7 @@ import (
 )
 
 // The network-service example (NRF, AMF, SMF, a UDR StatefulSet with storage, generated
-// configuration, an N2 NodePort, raw manifests) reaches Ready with every pod Running; its
+// configuration, an N2 NodePort, network policies and a disruption budget) reaches Ready with every pod Running; its
 // outputs come from live attributes and endpoints are injected through relationships.
 func TestNetworkService(t *testing.T) {
 	g := NewWithT(t)
@@ -65,9 +65,46 @@ func TestNetworkService(t *testing.T) {
 	g.Expect(env.Stdout).To(ContainSubstring(fmt.Sprintf("tcp://core-udr.%s.svc:8000", ns)))
 	g.Expect(env.Stdout).To(ContainSubstring("001-01"))
 
-	policies, err := c.Clientset.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{LabelSelector: "calaf.io/node=policies"})
+	policies, err := c.Clientset.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{LabelSelector: "calaf.io/service=core"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(policies.Items).To(HaveLen(2))
+	for _, policy := range policies.Items {
+		g.Expect(policy.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue("calaf.io/service", "core"), "policy %s selects only this Service's pods", policy.Name)
+	}
+}
+
+// The example can be copied: a second Service of the same package in the same namespace
+// deploys beside the first, and its names and selectors never touch the first one's (its
+// disruption budget, network policies and workloads are its own).
+func TestNetworkServiceTwiceSideBySide(t *testing.T) {
+	g := NewWithT(t)
+	c := framework.Connect(t)
+	ns := c.Namespace(t, "e2e-5gc-twice")
+	ctx := context.Background()
+	for _, name := range []string{"core", "core2"} {
+		calaf(t, "deploy", name, "examples/network-service", "-n", ns, "--wait", "--wait-timeout=5m")
+	}
+	for _, name := range []string{"core", "core2"} {
+		waitReady(t, ns, name, time.Minute)
+		budgets, err := c.Clientset.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{LabelSelector: "calaf.io/service=" + name})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(budgets.Items).To(HaveLen(1))
+		g.Expect(budgets.Items[0].Name).To(Equal(name + "-amf-budget"))
+		g.Expect(budgets.Items[0].Spec.Selector.MatchLabels).To(HaveKeyWithValue("calaf.io/service", name))
+		g.Eventually(func() int32 {
+			pdb, err := c.Clientset.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name+"-amf-budget", metav1.GetOptions{})
+			if err != nil {
+				return -1
+			}
+			return pdb.Status.ExpectedPods
+		}, time.Minute, time.Second).Should(BeEquivalentTo(1), "the budget of %s counts its own AMF pod only", name)
+		policies, err := c.Clientset.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{LabelSelector: "calaf.io/service=" + name})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(policies.Items).To(HaveLen(2))
+		for _, policy := range policies.Items {
+			g.Expect(policy.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue("calaf.io/service", name))
+		}
+	}
 }
 
 func indexOf(list []string, s string) int {

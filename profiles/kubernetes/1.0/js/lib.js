@@ -6,6 +6,14 @@ exports.isA = function (entity, typeName) {
   return !!entity && entity.types.indexOf(typeName) !== -1;
 };
 
+// targetsOf returns the targets of a node's relationships of typeName (or derived from it).
+exports.targetsOf = function (node, typeName) {
+  let targets = [];
+  for (let r = 0; r < node.relationships.length; r++)
+    if (exports.isA(node.relationships[r], typeName)) targets.push(node.relationships[r].target);
+  return targets;
+};
+
 // envName turns a name into an environment variable name: "user-db" -> "USER_DB".
 exports.envName = function (name) {
   return String(name).toUpperCase().replace(/[^A-Z0-9_]/g, '_');
