@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -171,6 +172,7 @@ func setProgress(svc *v1alpha1.Service, revision string, now time.Time) {
 	if first == nil {
 		svc.Status.ObservedGeneration = svc.Generation
 		svc.Status.LastAppliedRevision = revision
+		svc.Status.ShortRevision = shortRevision(revision)
 		msg := fmt.Sprintf("revision %s: %d nodes ready", revision, len(svc.Status.Nodes))
 		setCondition(svc, v1alpha1.ConditionHealthy, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "all objects are healthy")
 		setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, msg)
@@ -239,6 +241,15 @@ func setSuspended(svc *v1alpha1.Service) {
 func setDeleting(svc *v1alpha1.Service, message string) {
 	setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting, text.Truncate(message, 1024))
 }
+
+// shortRevision cuts the digests of a revision to 12 hex digits: "main@sha1:2f6c…" (40)
+// becomes "main@sha1:2f6c0a1b3c4d".
+func shortRevision(revision string) string {
+	return longDigest.ReplaceAllString(revision, "$1")
+}
+
+// longDigest is a hex digest of more than 12 digits after its algorithm.
+var longDigest = regexp.MustCompile(`((?:sha1|sha256|sha512):[0-9a-f]{12})[0-9a-f]+`)
 
 // firstUnready returns the first node that is not Ready and how many are not.
 func firstUnready(svc *v1alpha1.Service) (*v1alpha1.NodeStatus, int) {

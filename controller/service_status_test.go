@@ -373,3 +373,18 @@ func TestPodTrouble(t *testing.T) {
 		t.Errorf("replicaFailure = %q", got)
 	}
 }
+
+func TestShortRevision(t *testing.T) {
+	cases := map[string]string{
+		"main@sha1:2f6c0a1b3c4d5e6f708192a3b4c5d6e7f8091a2b":                             "main@sha1:2f6c0a1b3c4d",
+		"sha256:e4f4100eaed85b662c6521e666f58abe24e5a12de8c6aa04b2a369f1a49f4dc6":        "sha256:e4f4100eaed8",
+		"v1.2.0@sha256:e4f4100eaed85b662c6521e666f58abe24e5a12de8c6aa04b2a369f1a49f4dc6": "v1.2.0@sha256:e4f4100eaed8",
+		"sha1:abc": "sha1:abc",
+		"":         "",
+	}
+	for in, want := range cases {
+		if got := shortRevision(in); got != want {
+			t.Errorf("shortRevision(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -432,6 +432,10 @@ type ServiceStatus struct {
 	// LastAppliedRevision is the revision whose objects were last applied successfully.
 	// +optional
 	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+	// ShortRevision is LastAppliedRevision with its digest cut to 12 hex digits, for
+	// `kubectl get csvc` (main@sha1:2f6c0a1b3c4d).
+	// +optional
+	ShortRevision string `json:"shortRevision,omitempty"`
 	// LastAttemptedRevision is the revision last tried.
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
@@ -501,7 +505,7 @@ type ScaleInfo struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=csvc,categories=calaf
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.lastAppliedRevision`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.shortRevision`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type Service struct {

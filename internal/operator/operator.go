@@ -177,7 +177,7 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Config:           mgr.GetConfig(),
-		Recorder:         mgr.GetEventRecorder("calaf-operator"),
+		Recorder:         oneLineRecorder{mgr.GetEventRecorder("calaf-operator")},
 		Fetcher:          st.fetcher,
 		Compiler:         st.compiler,
 		Renderer:         st.renderer,
@@ -290,7 +290,7 @@ func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Trigg
 	} else {
 		log.Info("runner loaded", "path", runner.Path, "hash", runner.Hash, "bytes", runner.Size)
 	}
-	recorder := mgr.GetEventRecorder("calaf-operator")
+	recorder := oneLineRecorder{mgr.GetEventRecorder("calaf-operator")}
 	orchestrator := orchestration.NewOrchestrator(mgr.GetClient(), orchestration.NewPodExecutor(mgr.GetConfig(), runner), orchestration.Options{
 		Recorder: recorder,
 		Metrics:  m,

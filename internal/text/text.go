@@ -1,7 +1,10 @@
 // Package text holds the small text helpers Calaf's status and Event messages share.
 package text
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Truncate returns s cut to at most n bytes, ending in "..." when cut; it never cuts a
 // UTF-8 sequence in half.
@@ -17,4 +20,17 @@ func Truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// OneLine returns s on one line — its line breaks (and the spaces around them) become
+// " | " — cut to at most n bytes: what an Event's note or a one-row view can hold.
+func OneLine(s string, n int) string {
+	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+	parts := lines[:0]
+	for _, line := range lines {
+		if line = strings.TrimSpace(line); line != "" {
+			parts = append(parts, line)
+		}
+	}
+	return Truncate(strings.Join(parts, " | "), n)
 }

@@ -21,3 +21,21 @@ func TestTruncate(t *testing.T) {
 		}
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"Deployment/a created\nService/a configured\n", 100, "Deployment/a created | Service/a configured"},
+		{"error: x\r\n  stderr: boom\n\n", 100, "error: x | stderr: boom"},
+		{"one line", 100, "one line"},
+		{"a\nb", 3, "..."},
+	}
+	for _, tc := range cases {
+		if got := OneLine(tc.in, tc.n); got != tc.want {
+			t.Errorf("OneLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

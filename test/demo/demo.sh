@@ -65,8 +65,8 @@ step "what the web workload serves"
 pod=$("$KUBECTL" -n "$NAMESPACE" get pods -l calaf.io/service=hello,calaf.io/node=web -o jsonpath='{.items[0].metadata.name}')
 "$KUBECTL" -n "$NAMESPACE" exec "$pod" -- wget -qO- http://127.0.0.1:8080/
 
-step "the Service as kubectl shows it"
-"$KUBECTL" -n "$NAMESPACE" get services.calaf.io
+step "the Service as kubectl shows it (kubectl get csvc)"
+"$KUBECTL" -n "$NAMESPACE" get csvc
 
 if [[ -n ${DEMO_KUBECONFIG:-} ]]; then
   step "removing the demo Service"

@@ -26,7 +26,10 @@ import (
 	"calaf.io/calaf/internal/cli"
 )
 
-var apiClient client.Client
+var (
+	apiClient client.Client
+	testEnv   *envtest.Environment
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -37,7 +40,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run `make test-unit` (it builds kube-apiserver, etcd and kubectl and sets it)")
 		return 1
 	}
-	testEnv := &envtest.Environment{}
+	testEnv = &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crd"}}
 	config, err := testEnv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting envtest:", err)
