@@ -94,8 +94,8 @@ func printError(w io.Writer, err error) {
 // NewRootCommand returns the calaf command tree.
 func NewRootCommand(streams Streams) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "calaf",
-		Short:         "Calaf deploys and runs network services described in TOSCA on Kubernetes",
+		Use:   "calaf",
+		Short: "Calaf deploys and runs network services described in TOSCA on Kubernetes",
 		Long: "Calaf deploys and runs network services described in TOSCA on Kubernetes.\n\n" +
 			"The operator reconciles Service resources (kind Service, group calaf.io): with kubectl,\n" +
 			"use their short name csvc — kubectl get csvc, kubectl explain csvc.spec.",
