@@ -66,8 +66,22 @@ test: deps ground-build ## Unit, API-server (envtest) and node-mode end-to-end t
 	$(MAKE) test-e2e
 
 .PHONY: test-unit
-test-unit: ## Unit and envtest integration tests (real kube-apiserver + etcd).
-	KUBEBUILDER_ASSETS=$(BIN_DIR) go test $(GO_TEST_FLAGS) ./...
+test-unit: ## Unit and envtest integration tests (real kube-apiserver + etcd), never from the test cache; then test-race.
+	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 $(GO_TEST_FLAGS) ./...
+	$(MAKE) test-race
+
+# The packages that compile and render concurrently, under the race detector (it needs cgo:
+# skipped, saying so, where no C compiler is installed).
+RACE_PACKAGES := ./tosca/... ./render/ ./etsi/ ./internal/lru/
+
+.PHONY: test-race
+test-race: ## Compile and render packages under the race detector (needs a C compiler).
+	@if command -v gcc >/dev/null; then \
+		echo "CGO_ENABLED=1 go test -race -count=1 $(RACE_PACKAGES)"; \
+		CGO_ENABLED=1 go test -race -count=1 $(RACE_PACKAGES); \
+	else \
+		echo "test-race: no C compiler (gcc), so no race detector: skipped"; \
+	fi
 
 FLEET_N ?= 1000
 
