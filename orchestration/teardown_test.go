@@ -62,7 +62,17 @@ func TestTeardownRunsStopThenDeleteOnce(t *testing.T) {
 	if op := w.op("Standard.stop"); op.Phase != v1alpha1.OperationRunning || !strings.Contains(w.status.Message, "tearing down") {
 		t.Fatalf("while running: %+v, %q", op, w.status.Message)
 	}
+	// In the pod that runs both, stop runs before delete (reqs are in the order of the runs).
+	var inDeletePod []string
 	calls := w.exec.take()
+	for _, req := range w.exec.reqs {
+		if req.Pod.Name == deletePod(calls) {
+			inDeletePod = append(inDeletePod, req.Operation)
+		}
+	}
+	if strings.Join(inDeletePod, ",") != "Standard.stop,Standard.delete" {
+		t.Errorf("in pod %s the operations ran as %v, want stop then delete", deletePod(calls), inDeletePod)
+	}
 	expectCalls(t, calls, "Standard.delete@"+deletePod(calls), "Standard.stop@smf-a", "Standard.stop@smf-b")
 	for _, req := range w.exec.reqs {
 		if req.Operation == "Standard.stop" && req.Inputs["grace"] != int64(5) {

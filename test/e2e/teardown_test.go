@@ -80,9 +80,10 @@ func TestTeardownOperationsRunBeforeDeletion(t *testing.T) {
 	ns := c.Namespace(t, "e2e-teardown")
 	dir := t.TempDir()
 	files := map[string]string{
-		"service.yaml":        teardownPackage,
-		"Artifacts/stop.js":   "const r = calaf.exec(['sh', '-c', 'test -d /proc/1 && echo alive']);\ncalaf.log('draining ' + calaf.node.name + ' in ' + calaf.inputs.grace + 's: ' + r.stdout.trim());\n",
-		"Artifacts/delete.sh": "echo \"deregistered $CALAF_POD\"\n",
+		"service.yaml": teardownPackage,
+		"Artifacts/stop.js": "const r = calaf.exec(['sh', '-c', 'test -d /proc/1 && echo alive && echo stopped > /tmp/calaf-teardown']);\n" +
+			"calaf.log('draining ' + calaf.node.name + ' in ' + calaf.inputs.grace + 's: ' + r.stdout.trim());\n",
+		"Artifacts/delete.sh": "echo \"deregistered $CALAF_POD after: $(cat /tmp/calaf-teardown 2>/dev/null || echo nothing)\"\n",
 	}
 	for name, content := range files {
 		g.Expect(os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)).To(Succeed())
@@ -105,6 +106,8 @@ func TestTeardownOperationsRunBeforeDeletion(t *testing.T) {
 		And(ContainSubstring("Standard.stop succeeded in tiers-back-"), ContainSubstring("draining back in 7s: alive")),
 		And(ContainSubstring("Standard.delete succeeded in tiers-back-"), ContainSubstring("logged: deregistered tiers-back-")),
 	))
+	// Within back's pod, stop ran before delete: delete found what stop left.
+	g.Expect(strings.Join(events, "\n")).To(ContainSubstring("after: stopped"), "delete ran after stop in its pod")
 
 	deployments, err := c.Clientset.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
