@@ -295,3 +295,36 @@ func writeFiles(dir string, files map[string]string) error {
 	}
 	return nil
 }
+
+// Token credentials, as git forges issue them: a "password" alone (an access token, with
+// the user "git"), or a "bearerToken"; a wrong token is refused for good, and no token ever
+// reaches an error message.
+func TestGitTokenAuth(t *testing.T) {
+	g := NewWithT(t)
+	server, err := gitserver.Start(t.TempDir(), "git", "glpat-access-token")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(server.Close)
+	server.Token = "bearer-token-of-the-ci"
+	repo, err := server.NewRepo("packages")
+	g.Expect(err).NotTo(HaveOccurred())
+	mustCommit(t, repo, "first", map[string]string{"deploy/service.yaml": template("over a token")})
+	secret := func(name, key, value string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name}, Data: map[string][]byte{key: []byte(value)}}
+	}
+	fetcher := &source.Git{Store: newStore(t, 1<<30), Timeout: 10 * time.Second, Reader: secrets(
+		secret("access-token", "password", "glpat-access-token"),
+		secret("bearer", "bearerToken", "bearer-token-of-the-ci"),
+		secret("wrong-bearer", "bearerToken", "an-expired-token"),
+	)}
+	url := server.RepoURL("packages")
+	for _, name := range []string{"access-token", "bearer"} {
+		artifact, err := fetcher.Fetch(context.Background(), gitService(url, nil, "deploy", name))
+		g.Expect(err).NotTo(HaveOccurred(), name)
+		g.Expect(readTemplate(g, artifact)).To(ContainSubstring("over a token"))
+	}
+	_, err = fetcher.Fetch(context.Background(), gitService(url, nil, "deploy", "wrong-bearer"))
+	g.Expect(sourceError(err)).NotTo(BeNil(), "%v", err)
+	g.Expect(sourceError(err).Reason).To(Equal(v1alpha1.ReasonAuthenticationFailed))
+	g.Expect(sourceError(err).Transient).To(BeFalse())
+	g.Expect(err.Error()).NotTo(ContainSubstring("an-expired-token"))
+}

@@ -449,6 +449,9 @@ func ociError(verb, where string, err error) error {
 		return permanent(v1alpha1.ReasonAuthenticationFailed, "%s %s: the registry refused the credentials (HTTP %d): check the dockerconfigjson Secret", verb, where, terr.StatusCode)
 	case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
 		return permanent(v1alpha1.ReasonInvalidSource, "%s %s: not found in the registry", verb, where)
+	case strings.Contains(err.Error(), "error verifying sha256 checksum"):
+		// go-containerregistry checks every blob it reads against its digest.
+		return permanent(v1alpha1.ReasonIntegrityFailed, "%s %s: the registry served a layer that does not match its digest: %v", verb, where, err)
 	}
 	if untrustedCertificate(err) {
 		return permanent(v1alpha1.ReasonInvalidSource, "%s %s: %v (add the CA as ca.crt to the source Secret)", verb, where, err)

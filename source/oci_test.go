@@ -27,6 +27,9 @@ type ociRegistry struct {
 	manifests atomic.Int64 // GET of manifests
 	blobs     atomic.Int64 // GET of blobs
 	heads     atomic.Int64
+	// tamper flips a byte of every blob served: what a corrupt mirror or a man in the
+	// middle would serve.
+	tamper atomic.Bool
 }
 
 // newRegistry serves go-containerregistry's registry over plain HTTP or TLS, with basic
@@ -48,6 +51,20 @@ func newRegistry(t *testing.T, tls bool) (*ociRegistry, []byte) {
 			r.manifests.Add(1)
 		case req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/"):
 			r.blobs.Add(1)
+			if r.tamper.Load() {
+				recorder := httptest.NewRecorder()
+				backend.ServeHTTP(recorder, req)
+				body := recorder.Body.Bytes()
+				if len(body) > 0 {
+					body[len(body)/2] ^= 0xff
+				}
+				for key, values := range recorder.Header() {
+					w.Header()[key] = values
+				}
+				w.WriteHeader(recorder.Code)
+				w.Write(body)
+				return
+			}
 		}
 		backend.ServeHTTP(w, req)
 	})
@@ -215,4 +232,27 @@ func TestDockerConfigKeys(t *testing.T) {
 	}
 	_, err = source.ParseDockerConfig([]byte(`{"auths":{"x":{"auth":"not base64!"}}}`), false)
 	g.Expect(err).To(HaveOccurred())
+}
+
+// A layer whose bytes do not match its digest (a corrupt mirror, a tampered transfer) is
+// refused with IntegrityFailed and never stored: a later fetch of the intact layer works.
+func TestOCILayerDigestMismatch(t *testing.T) {
+	g := NewWithT(t)
+	reg, _ := newRegistry(t, false)
+	opts := source.OCIOptions{Insecure: true, Keychain: basicKeychain()}
+	digest := push(t, reg.host, "calaf/demo", "v1", map[string]string{"service.yaml": template("intact")}, opts)
+	fetcher := &source.OCI{Store: newStore(t, 1<<30), Reader: secrets(dockerConfigSecret("registry", reg.host, "pusher", "registry-password", nil))}
+	svc := ociService("oci://"+reg.host+"/calaf/demo", "", digest, "registry", true)
+
+	reg.tamper.Store(true)
+	_, err := fetcher.Fetch(context.Background(), svc)
+	e := sourceError(err)
+	g.Expect(e).NotTo(BeNil(), "%v", err)
+	g.Expect(e.Reason).To(Equal(v1alpha1.ReasonIntegrityFailed), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("digest"))
+
+	reg.tamper.Store(false)
+	artifact, err := fetcher.Fetch(context.Background(), svc)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(readTemplate(g, artifact)).To(ContainSubstring("intact"))
 }

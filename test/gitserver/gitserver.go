@@ -27,8 +27,10 @@ const Backend = "/usr/lib/git-core/git-http-backend"
 type Server struct {
 	URL  string
 	Root string
-	// Username and Password are required on every request (basic auth).
+	// Username and Password are required on every request (basic auth), unless it carries
+	// Token as a bearer token (when Token is set).
 	Username, Password string
+	Token              string
 
 	server   *httptest.Server
 	lsRemote sync.Map // repository → *atomic.Int64: ref advertisements (GET info/refs)
@@ -53,8 +55,7 @@ func Start(root, username, password string) (*Server, error) {
 			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 			return
 		}
-		user, password, ok := r.BasicAuth()
-		if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(s.Username)) != 1 || subtle.ConstantTimeCompare([]byte(password), []byte(s.Password)) != 1 {
+		if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
@@ -73,6 +74,16 @@ func Start(root, username, password string) (*Server, error) {
 	}))
 	s.URL = s.server.URL
 	return s, nil
+}
+
+// authorized tells whether a request carries the server's credentials: basic auth, or the
+// bearer token.
+func (s *Server) authorized(r *http.Request) bool {
+	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.Token != "" {
+		return subtle.ConstantTimeCompare([]byte(bearer), []byte(s.Token)) == 1
+	}
+	user, password, ok := r.BasicAuth()
+	return ok && subtle.ConstantTimeCompare([]byte(user), []byte(s.Username)) == 1 && subtle.ConstantTimeCompare([]byte(password), []byte(s.Password)) == 1
 }
 
 // Close stops the server.
