@@ -526,7 +526,7 @@ func (o *Orchestrator) recordRuns(r *nodeRun, status *v1alpha1.NodeOperationStat
 		status.Failures = 0
 		status.Phase = v1alpha1.OperationSucceeded
 		status.Message = r.Redact.String(successMessage(results))
-		o.event(r.Service, "Normal", "OperationSucceeded", r.Node.Name+" "+p.Name, status.Message+logTail(results))
+		o.event(r.Service, "Normal", "OperationSucceeded", r.Node.Name+" "+p.Name, status.Message+r.Redact.String(logTail(results)))
 		return
 	}
 	status.Failures++

@@ -705,3 +705,44 @@ func TestStaleStatusRunsNothingAgain(t *testing.T) {
 		}
 	}
 }
+
+// secretRedactor hides one secret value.
+type secretRedactor string
+
+func (s secretRedactor) String(text string) string { return strings.ReplaceAll(text, string(s), "*****") }
+func (s secretRedactor) Value(v any) any {
+	if text, ok := v.(string); ok {
+		return s.String(text)
+	}
+	return v
+}
+
+// What an operation logs reaches Events and status redacted, like everything else from a
+// run (a package may log the secret inputs it was given).
+func TestRunsAreRedacted(t *testing.T) {
+	w := newWorld(t, map[string]string{"Artifacts/configure.js": "x"}, lifecycleOp("configure", "configure", nil))
+	w.addPod("smf-a", "rs-uid")
+	events := &eventLog{}
+	w.orch.recorder = events
+	w.exec.fn = func(Target, *protocol.Request) (*protocol.Result, error) {
+		return &protocol.Result{Logs: []string{"got hunter2-secret"}, Attributes: map[string]any{"seen": "hunter2-secret"}}, nil
+	}
+	for range 2 {
+		in := w.input("rev1")
+		in.Redact = secretRedactor("hunter2-secret")
+		w.runOnce(in)
+		w.waitIdle()
+	}
+	data, _ := json.Marshal(w.status)
+	if strings.Contains(string(data), "hunter2-secret") || !strings.Contains(string(data), "*****") {
+		t.Errorf("status: %s", data)
+	}
+	if len(events.events) == 0 {
+		t.Fatal("no event")
+	}
+	for _, e := range events.events {
+		if strings.Contains(e, "hunter2-secret") {
+			t.Errorf("event not redacted: %s", e)
+		}
+	}
+}

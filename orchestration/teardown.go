@@ -130,7 +130,7 @@ func (o *Orchestrator) recordTeardown(r *nodeRun, j *job) error {
 		case len(failures) == 0:
 			message := r.Redact.String(successMessage(results))
 			o.markTeardown(r.st, p.Name, v1alpha1.OperationSucceeded, message)
-			o.event(r.Service, "Normal", "OperationSucceeded", r.Node.Name+" "+p.Name, "teardown: "+message+logTail(results))
+			o.event(r.Service, "Normal", "OperationSucceeded", r.Node.Name+" "+p.Name, "teardown: "+message+r.Redact.String(logTail(results)))
 			continue
 		default:
 			o.markTeardown(r.st, p.Name, v1alpha1.OperationFailed, r.Redact.String(failureMessage(p.Name, failures, len(results))))
