@@ -709,7 +709,9 @@ func TestStaleStatusRunsNothingAgain(t *testing.T) {
 // secretRedactor hides one secret value.
 type secretRedactor string
 
-func (s secretRedactor) String(text string) string { return strings.ReplaceAll(text, string(s), "*****") }
+func (s secretRedactor) String(text string) string {
+	return strings.ReplaceAll(text, string(s), "*****")
+}
 func (s secretRedactor) Value(v any) any {
 	if text, ok := v.(string); ok {
 		return s.String(text)
