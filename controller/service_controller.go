@@ -170,6 +170,10 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	if svc.Spec.Suspend {
 		log.V(1).Info("suspended, not reconciling")
 		setSuspended(svc)
+		// A reconcile requested of a suspended Service is handled: by doing nothing.
+		if requested := svc.Annotations[v1alpha1.ReconcileRequestAnnotation]; requested != "" {
+			svc.Status.LastHandledReconcileAt = requested
+		}
 		return ctrl.Result{}, nil
 	}
 	return r.reconcile(ctx, svc)

@@ -18,13 +18,13 @@ func TestNoOpResyncWritesNothing(t *testing.T) {
 	key := createService(t, ns, "demo", upload(t, ns, "demo", layeredPackage()), nil)
 	updateService(t, key, func(svc *v1alpha1.Service) { svc.Spec.Interval = &metav1.Duration{Duration: time.Second} })
 	waitReady(t, key)
-	// Let the first resyncs verify what was applied.
-	time.Sleep(3 * time.Second)
+	// Let the first resyncs verify what was applied: two of them.
+	resyncs := reconcileCount()
+	g.Eventually(reconcileCount, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", resyncs+2))
 
 	writes, compiles := writesIn(ns), env.compile.Load()
-	resyncs := reconcileCount()
-	time.Sleep(6 * time.Second)
-	g.Expect(reconcileCount()-resyncs).To(BeNumerically(">=", 4), "the Service must have been resynced several times")
+	resyncs = reconcileCount()
+	g.Eventually(reconcileCount, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", resyncs+4), "the Service must be resynced several times")
 	g.Expect(env.compile.Load()-compiles).To(BeZero(), "compiles during no-op resyncs")
 	g.Expect(writesIn(ns)-writes).To(BeZero(), "write requests during no-op resyncs")
 	g.Expect(isReady(getService(g, key))).To(BeTrue())

@@ -65,7 +65,7 @@ func TestDependentWaitsAndKeepsEarlierRevision(t *testing.T) {
 		ready := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
-	time.Sleep(2 * time.Second)
+	handledReconcile(t, key) // one more reconcile of revision two, over and done
 	g.Expect(getConfigMap(g, ns, "demo-settings").Data).To(HaveKeyWithValue("version", "one"))
 }
 

@@ -202,3 +202,26 @@ func zapLevel() zapcore.Level {
 	}
 	return 2
 }
+
+// handledReconcile asks for a reconcile of a Service (the annotation calaf reconcile sets)
+// and waits until the operator handled that very request: an observable fact, where a
+// test must show that something did not change.
+func handledReconcile(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	requested := time.Now().UTC().Format(time.RFC3339Nano)
+	g := NewWithT(t)
+	g.Eventually(func() error {
+		svc := &v1alpha1.Service{}
+		if err := env.client.Get(context.Background(), key, svc); err != nil {
+			return err
+		}
+		if svc.Annotations == nil {
+			svc.Annotations = map[string]string{}
+		}
+		svc.Annotations[v1alpha1.ReconcileRequestAnnotation] = requested
+		return env.client.Update(context.Background(), svc)
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Eventually(func() string {
+		return getService(g, key).Status.LastHandledReconcileAt
+	}, 30*time.Second, 100*time.Millisecond).Should(Equal(requested))
+}

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"sync/atomic"
+
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -14,6 +16,7 @@ import (
 // others to exist first.
 type Triggers struct {
 	events chan event.GenericEvent
+	sent   atomic.Int64
 }
 
 // NewTriggers returns Triggers holding up to size pending requests.
@@ -28,11 +31,15 @@ func (t *Triggers) Trigger(namespace, name string) bool {
 	svc.Namespace, svc.Name = namespace, name
 	select {
 	case t.events <- event.GenericEvent{Object: svc}:
+		t.sent.Add(1)
 		return true
 	default:
 		return false
 	}
 }
+
+// Sent is how many requests were queued so far.
+func (t *Triggers) Sent() int64 { return t.sent.Load() }
 
 // source is the watch source of the requests.
 func (t *Triggers) source() source.Source {

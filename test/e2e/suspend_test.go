@@ -12,7 +12,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/test/e2e/framework"
 )
 
@@ -54,7 +56,17 @@ func TestSuspendResumeReconcile(t *testing.T) {
 	cm.Data["mode"] = "debug"
 	_, err = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Consistently(mode, 4*time.Second, 500*time.Millisecond).Should(Equal("debug"), "a suspended Service repaired drift")
+	// A reconcile requested of a suspended Service is handled — by doing nothing.
+	requested := time.Now().UTC().Format(time.RFC3339Nano)
+	svc := getService(t, ns, "cfg")
+	patch := client.MergeFrom(svc.DeepCopy())
+	if svc.Annotations == nil {
+		svc.Annotations = map[string]string{}
+	}
+	svc.Annotations[v1alpha1.ReconcileRequestAnnotation] = requested
+	g.Expect(suite.client.Patch(ctx, svc, patch)).To(Succeed())
+	g.Eventually(func() string { return getService(t, ns, "cfg").Status.LastHandledReconcileAt }, 30*time.Second, 100*time.Millisecond).Should(Equal(requested))
+	g.Expect(mode()).To(Equal("debug"), "a suspended Service repaired drift")
 
 	out, code, err := framework.Calaf(ctx, suite.calaf, suite.kubeconfig, "reconcile", "cfg", "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -61,7 +61,8 @@ func TestGitPinnedRefsIgnoreNewCommits(t *testing.T) {
 	second := pushVersion(t, repo, "v2")
 	waitVersion(t, ns, "following", "v2", 20*time.Second)
 	waitReady(t, following, "main@sha1:"+second)
-	time.Sleep(2 * interval) // the pinned Services resynced meanwhile
+	handledReconcile(t, byTag) // each pinned Service reconciled after the push
+	handledReconcile(t, byCommit)
 	for name, before := range map[string]*corev1.ConfigMap{"by-tag-config": tagged, "by-commit-config": pinned} {
 		now := getConfigMap(g, ns, name)
 		g.Expect(now.Data).To(HaveKeyWithValue("version", "v1"), name)
@@ -101,7 +102,7 @@ func TestGitWrongCredentialsStall(t *testing.T) {
 	g.Expect(condition(svc, v1alpha1.ConditionSourceReady).Reason).To(Equal(v1alpha1.ReasonAuthenticationFailed))
 	g.Expect(svc.Status.LastAppliedRevision).To(Equal("main@sha1:" + first))
 
-	time.Sleep(3 * time.Second)
+	handledReconcile(t, key) // another attempt with the wrong credentials, over and done
 	still := getConfigMap(g, ns, "demo-config")
 	g.Expect(still.UID).To(Equal(running.UID))
 	g.Expect(still.ResourceVersion).To(Equal(running.ResourceVersion))
@@ -119,12 +120,14 @@ func TestGitUnchangedCommitAppliesNothing(t *testing.T) {
 	repo, first := newRepo(t)
 	key := createService(t, ns, "demo", gitSource(repo, nil, "git"), time.Second)
 	waitReady(t, key, "main@sha1:"+first)
-	time.Sleep(3 * time.Second) // let the first resyncs settle
+	// Let the first resyncs settle: two polls of the repository.
+	polled := func() int64 { return env.git.LsRemotes(repo.Name) }
+	lsRemotes := polled()
+	g.Eventually(polled, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", lsRemotes+2))
 
 	writes, compiles := writesIn(ns), env.compiles.Load()
-	lsRemotes, fetches := env.git.LsRemotes(repo.Name), env.git.Fetches(repo.Name)
-	time.Sleep(6 * time.Second)
-	g.Expect(env.git.LsRemotes(repo.Name)-lsRemotes).To(BeNumerically(">=", 4), "the repository is polled")
+	lsRemotes, fetches := polled(), env.git.Fetches(repo.Name)
+	g.Eventually(polled, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">=", lsRemotes+4), "the repository is polled")
 	g.Expect(env.git.Fetches(repo.Name)-fetches).To(BeZero(), "an unchanged commit is not fetched")
 	g.Expect(env.compiles.Load()-compiles).To(BeZero(), "compiles of an unchanged commit")
 	g.Expect(writesIn(ns)-writes).To(BeZero(), "write requests for an unchanged commit")
@@ -142,8 +145,9 @@ func TestWebhookTriggersApply(t *testing.T) {
 	pushVersion(t, repo, "v2")
 
 	payload := []byte(fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q}}`, env.git.RepoURL(repo.Name)))
+	triggered := env.triggers.Sent()
 	g.Expect(postWebhook(t, payload, "not-the-token")).To(Equal(http.StatusUnauthorized))
-	time.Sleep(3 * time.Second)
+	g.Expect(env.triggers.Sent()).To(Equal(triggered), "a refused webhook asks for no reconcile (the answer comes after the trigger would)")
 	g.Expect(getConfigMap(g, ns, "demo-config").Data).To(HaveKeyWithValue("version", "v1"), "a refused webhook triggers nothing")
 
 	start := time.Now()

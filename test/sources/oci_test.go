@@ -81,7 +81,7 @@ func TestOCIPushAndDeploy(t *testing.T) {
 	g.Expect(second).NotTo(Equal(first))
 	waitVersion(t, ns, "by-tag", "v2", interval+interval/10+5*time.Second)
 	waitReady(t, byTag, "stable@"+second)
-	time.Sleep(interval)
+	handledReconcile(t, byDigest) // a reconcile of the pinned Service after the push
 	g.Expect(getConfigMap(g, ns, "by-digest-config").ResourceVersion).To(Equal(pinned.ResourceVersion), "the digest pins v1")
 
 	// Without insecure: true the plain-HTTP registry is refused.
@@ -109,7 +109,7 @@ func TestOCIPushAndDeploy(t *testing.T) {
 		g.Expect(ready.Message).To(ContainSubstring("connection refused"))
 		g.Expect(condition(svc, v1alpha1.ConditionStalled)).To(BeNil())
 	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
-	time.Sleep(2 * time.Second)
+	handledReconcile(t, byTag) // another failed fetch, over and done
 	g.Expect(getConfigMap(g, ns, "by-tag-config").ResourceVersion).To(Equal(running.ResourceVersion))
 }
 

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/controller"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/test/gitserver"
 )
@@ -53,6 +54,8 @@ var env struct {
 	writes   sync.Map
 	compiles atomic.Int64
 	repos    atomic.Int64
+	// triggers are the operator's requests for immediate reconciles (webhook pushes).
+	triggers *controller.Triggers
 }
 
 func TestMain(m *testing.M) {
@@ -118,6 +121,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "creating the operator:", err)
 		return 1
 	}
+	env.triggers = reconciler.Triggers
 	countCompiles := reconciler.Compiler.OnCompile
 	reconciler.Compiler.OnCompile = func(d time.Duration, err error) {
 		env.compiles.Add(1)
@@ -328,4 +332,21 @@ func jsonInputs(inputs map[string]string) map[string]apiextensionsv1.JSON {
 		out[k] = apiextensionsv1.JSON{Raw: []byte(v)}
 	}
 	return out
+}
+
+// handledReconcile asks for a reconcile of a Service (the annotation calaf reconcile sets)
+// and waits until the operator handled that very request: an observable fact, where a
+// test must show that something did not change.
+func handledReconcile(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	requested := time.Now().UTC().Format(time.RFC3339Nano)
+	updateService(t, key, func(svc *v1alpha1.Service) {
+		if svc.Annotations == nil {
+			svc.Annotations = map[string]string{}
+		}
+		svc.Annotations[v1alpha1.ReconcileRequestAnnotation] = requested
+	})
+	NewWithT(t).Eventually(func(g Gomega) string {
+		return getService(g, key).Status.LastHandledReconcileAt
+	}, 30*time.Second, 100*time.Millisecond).Should(Equal(requested))
 }
