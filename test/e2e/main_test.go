@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/internal/operator"
@@ -21,8 +22,10 @@ import (
 var suite struct {
 	calaf      string
 	kubeconfig string
-	operator   *framework.Operator
-	client     client.WithWatch
+	// operatorKubeconfig acts as the operator's service account (deploy/rbac).
+	operatorKubeconfig string
+	operator           *framework.Operator
+	client             client.WithWatch
 }
 
 func TestMain(m *testing.M) {
@@ -56,12 +59,26 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The operator runs as its service account, with the RBAC users install from deploy/.
+	cs, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := framework.InstallOperatorRBAC(ctx, suite.client); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if suite.operatorKubeconfig, err = framework.OperatorKubeconfig(ctx, cs, suite.kubeconfig, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	logPath := filepath.Join(os.TempDir(), "calaf-e2e-operator.log")
 	os.Remove(logPath)
 	suite.operator = &framework.Operator{
 		Binary:  suite.calaf,
 		LogPath: logPath,
-		Args:    []string{"--kubeconfig=" + suite.kubeconfig, "--progress-interval=2s", "--package-cache-dir=" + filepath.Join(dir, "packages")},
+		Args:    []string{"--kubeconfig=" + suite.operatorKubeconfig, "--progress-interval=2s", "--package-cache-dir=" + filepath.Join(dir, "packages")},
 	}
 	if err := suite.operator.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

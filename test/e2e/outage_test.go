@@ -34,8 +34,8 @@ func TestAPIServerOutages(t *testing.T) {
 	defer func() { g.Expect(suite.operator.Start()).To(Succeed()) }()
 	logPath := filepath.Join(t.TempDir(), "operator.log")
 	op := &framework.Operator{Binary: suite.calaf, LogPath: logPath, Args: []string{
-		"--kubeconfig=" + suite.kubeconfig, "--progress-interval=2s", "--package-cache-dir=" + filepath.Join(t.TempDir(), "packages"),
-		"--leader-elect", "--leader-election-namespace=" + ns,
+		"--kubeconfig=" + suite.operatorKubeconfig, "--progress-interval=2s", "--package-cache-dir=" + filepath.Join(t.TempDir(), "packages"),
+		"--leader-elect", "--leader-election-namespace=" + framework.OperatorNamespace,
 	}}
 	g.Expect(op.Start()).To(Succeed())
 	defer op.Stop()
