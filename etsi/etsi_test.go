@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,16 +78,67 @@ func TestReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.replicas("vdu", profile, level)
+		got, err := s.replicas("vdu", profile, level, nil)
 		if err != nil || got != c.want {
 			t.Errorf("level %q: %d, %v; want %d", c.level, got, err, c.want)
 		}
 	}
-	if _, err := s.replicas("vdu", vduProfile{min: 1, max: 3}, "three"); err == nil || !strings.Contains(err.Error(), "would have 5 instances at instantiation level three, outside its vdu_profile [1, 3]") {
+	if _, err := s.replicas("vdu", vduProfile{min: 1, max: 3}, "three", nil); err == nil || !strings.Contains(err.Error(), "would have 5 instances at instantiation level three, outside its vdu_profile [1, 3]") {
 		t.Errorf("out of profile: %v", err)
 	}
 	if _, err := s.level("huge"); err == nil || !strings.Contains(err.Error(), "its levels: fixed, three, two, zero") {
 		t.Errorf("unknown level: %v", err)
+	}
+}
+
+// Scale levels (SOL003 scale) override the instantiation level's: the level's instances
+// plus the deltas between the level's scale level and the new one, within the profile;
+// the aspect's status says how far it can go and what bounds it.
+func TestScaleLevels(t *testing.T) {
+	policies := []Policy{
+		{Types: []string{policyScalingAspects}, Properties: map[string]any{"aspects": map[string]any{
+			"a": map[string]any{"max_scale_level": int64(3), "step_deltas": []any{"first", "next"}}}}},
+		{Types: []string{policyAspectDeltas}, Targets: []string{"vdu"}, Properties: map[string]any{"aspect": "a", "deltas": map[string]any{
+			"first": map[string]any{"number_of_instances": int64(2)}, "next": map[string]any{"number_of_instances": int64(1)}}}},
+		{Types: []string{policyInitialDelta}, Targets: []string{"vdu"}, Properties: map[string]any{"initial_delta": map[string]any{"number_of_instances": int64(1)}}},
+		{Types: []string{policyLevels}, Properties: map[string]any{"default_level": "zero", "levels": map[string]any{
+			"zero": map[string]any{}, "fixed": map[string]any{"scale_info": map[string]any{"a": map[string]any{"scale_level": int64(1)}}}}}},
+		{Types: []string{policyVduLevels}, Targets: []string{"vdu"}, Properties: map[string]any{"levels": map[string]any{"fixed": map[string]any{"number_of_instances": int64(4)}}}},
+	}
+	s := readScaling(policies)
+	profile := vduProfile{min: 1, max: 4}
+	for _, c := range []struct {
+		level string
+		scale map[string]int64
+		want  int64
+	}{
+		{"zero", map[string]int64{"a": 0}, 1}, {"zero", map[string]int64{"a": 1}, 3}, {"zero", map[string]int64{"a": 2}, 4},
+		// At "fixed" (4 instances at scale level 1), scale level 0 takes the first delta off.
+		{"fixed", map[string]int64{"a": 0}, 2}, {"fixed", map[string]int64{"a": 1}, 4},
+		{"zero", map[string]int64{"unknown": 2}, 1},
+	} {
+		got, err := s.replicas("vdu", profile, c.level, c.scale)
+		if err != nil || got != c.want {
+			t.Errorf("level %q, scale %v: %d, %v; want %d", c.level, c.scale, got, err, c.want)
+		}
+	}
+	if _, err := s.replicas("vdu", profile, "zero", map[string]int64{"a": 3}); err == nil || !strings.Contains(err.Error(), "would have 5 instances with aspect a at scale level 3, outside its vdu_profile [1, 4]") {
+		t.Errorf("past the profile: %v", err)
+	}
+	if _, err := s.checkScale(map[string]int64{"a": 4}); err == nil || !strings.Contains(err.Error(), "aspect a: scale level 4 is outside [0, 3] (its max_scale_level)") {
+		t.Errorf("past max_scale_level: %v", err)
+	}
+	if w, err := s.checkScale(map[string]int64{"gone": 1}); err != nil || len(w) != 1 || !strings.Contains(w[0], `aspect "gone"`) {
+		t.Errorf("unknown aspect: %v, %v", w, err)
+	}
+	status := s.aspectStatus("zero", map[string]int64{"a": 1}, map[string]vduProfile{"vdu": profile})
+	if len(status) != 1 || status[0].ScaleLevel != 1 || status[0].MaxScaleLevel != 3 || status[0].Reachable != 2 ||
+		status[0].Bound != "the vdu_profile of VDU vdu (at most 4 instances)" || fmt.Sprint(status[0].VDUs) != "[vdu]" {
+		t.Errorf("aspect status: %+v", status)
+	}
+	status = s.aspectStatus("zero", nil, map[string]vduProfile{"vdu": {min: 1, max: -1}})
+	if status[0].Reachable != 3 || status[0].Bound != "its max_scale_level" {
+		t.Errorf("unbounded profile: %+v", status)
 	}
 }
 

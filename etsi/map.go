@@ -3,6 +3,8 @@ package etsi
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -70,6 +72,9 @@ type Input struct {
 	Selector func(node string) map[string]string
 	// HelmTimeout bounds the rendering of a Helm chart; zero means DefaultHelmTimeout.
 	HelmTimeout time.Duration
+	// Scale overrides the scale levels of aspects, by aspect (SOL003 scale: the Service's
+	// spec.scale); the instantiation level sets the others.
+	Scale map[string]int64
 }
 
 // selector returns the labels that select a node's pods.
@@ -96,6 +101,8 @@ type VNF struct {
 	Level   string
 	VDUs    []VDU
 	Aspects []AspectStatus
+	// Levels are the flavour's instantiation levels, sorted.
+	Levels []string
 }
 
 // VDU is a VDU and the workload realizing it.
@@ -133,7 +140,8 @@ type mapper struct {
 	scaling  *scaling
 	level    string
 	replicas map[string]int64 // VDU node → instances
-	vnfNode  string           // owner of the objects that are no VDU's workload
+	profiles map[string]vduProfile
+	vnfNode  string // owner of the objects that are no VDU's workload
 	objects  []*object
 	warnings []tosca.Diagnostic
 	vdus     []VDU
@@ -154,7 +162,7 @@ func newMapper(in Input) (*mapper, error) {
 	if err != nil {
 		return nil, tosca.Invalid(in.VNFD.FlavourFile, "instantiate request: %v", err)
 	}
-	m := &mapper{in: in, params: p, scaling: readScaling(in.Policies), replicas: map[string]int64{}}
+	m := &mapper{in: in, params: p, scaling: readScaling(in.Policies), replicas: map[string]int64{}, profiles: map[string]vduProfile{}}
 	for _, n := range in.Nodes {
 		if n.is(typeVNF) && m.vnfNode == "" {
 			m.vnfNode = n.Name
@@ -193,12 +201,20 @@ func (m *mapper) scale(context.Context) error {
 		return tosca.Invalid(m.in.VNFD.FlavourFile, "%v", err)
 	}
 	m.level = level
+	warnings, err := m.scaling.checkScale(m.in.Scale)
+	if err != nil {
+		return tosca.Invalid(m.in.VNFD.FlavourFile, "%v", err)
+	}
+	for _, w := range warnings {
+		m.warn(m.in.VNFD.FlavourFile, 0, "%s", w)
+	}
 	var diags []tosca.Diagnostic
 	for _, n := range m.in.Nodes {
 		if !m.isVDU(&n) {
 			continue
 		}
-		replicas, err := m.scaling.replicas(n.Name, profileOf(n.Properties), level)
+		m.profiles[n.Name] = profileOf(n.Properties)
+		replicas, err := m.scaling.replicas(n.Name, m.profiles[n.Name], level, m.in.Scale)
 		if err != nil {
 			diags = append(diags, m.nodeDiagnostic(n.Name, err.Error()))
 			continue
@@ -308,7 +324,8 @@ func (m *mapper) output() *Output {
 		out.Objects[owner] = append(out.Objects[owner], obj.content)
 	}
 	sort.Slice(m.vdus, func(i, j int) bool { return m.vdus[i].Node < m.vdus[j].Node })
-	out.VNF = VNF{Flavour: m.in.VNFD.Flavour, Level: m.level, VDUs: m.vdus, Aspects: m.scaling.aspectStatus(m.level)}
+	out.VNF = VNF{Flavour: m.in.VNFD.Flavour, Level: m.level, VDUs: m.vdus, Aspects: m.scaling.aspectStatus(m.level, m.in.Scale, m.profiles),
+		Levels: slices.Sorted(maps.Keys(m.scaling.levels))}
 	return out
 }
 

@@ -119,19 +119,19 @@ func (s *scaling) scaleLevel(level, aspectID string) int64 {
 	return s.levels[level][aspectID]
 }
 
-// replicas returns how many instances a VDU starts with at an instantiation level: the
-// level's VduInstantiationLevels entry, else its initial delta (else its profile's
-// minimum, else 1) plus the deltas of the scale levels of its aspects. The result must lie
-// within the VDU's profile.
-func (s *scaling) replicas(vdu string, profile vduProfile, level string) (int64, error) {
-	n, ok := s.vduLevels[vdu][level]
-	if !ok || level == "" {
-		n, ok = s.initial[vdu]
-		if !ok {
-			n = max(profile.min, 1)
-		}
-		for _, aspectID := range slices.Sorted(maps.Keys(s.deltas[vdu])) {
-			n += s.aspectDelta(vdu, aspectID, s.scaleLevel(level, aspectID))
+// replicas returns how many instances a VDU runs at an instantiation level, its aspects'
+// scale levels overridden by scale (SOL003 scale; nil keeps the level's). The level's
+// VduInstantiationLevels entry, else its initial delta (else its profile's minimum, else
+// 1) plus the deltas of the scale levels of its aspects, gives the level's instances; an
+// overridden aspect adds the deltas between the level's scale level and its own. The
+// result must lie within the VDU's profile.
+func (s *scaling) replicas(vdu string, profile vduProfile, level string, scale map[string]int64) (int64, error) {
+	n := s.levelReplicas(vdu, profile, level)
+	var scaled []string
+	for _, aspectID := range slices.Sorted(maps.Keys(s.deltas[vdu])) {
+		if to, ok := scale[aspectID]; ok {
+			n += s.aspectDelta(vdu, aspectID, to) - s.aspectDelta(vdu, aspectID, s.scaleLevel(level, aspectID))
+			scaled = append(scaled, fmt.Sprintf("aspect %s at scale level %d", aspectID, to))
 		}
 	}
 	if n < profile.min || profile.max >= 0 && n > profile.max || n > maxReplicas {
@@ -139,9 +139,28 @@ func (s *scaling) replicas(vdu string, profile vduProfile, level string) (int64,
 		if level != "" {
 			where = "at instantiation level " + level
 		}
+		if len(scaled) > 0 {
+			where = "with " + strings.Join(scaled, ", ")
+		}
 		return 0, fmt.Errorf("VDU %s would have %d instances %s, outside its vdu_profile [%d, %d]", vdu, n, where, profile.min, profile.max)
 	}
 	return n, nil
+}
+
+// levelReplicas returns a VDU's instances at an instantiation level, unchecked.
+func (s *scaling) levelReplicas(vdu string, profile vduProfile, level string) int64 {
+	n, ok := s.vduLevels[vdu][level]
+	if ok && level != "" {
+		return n
+	}
+	n, ok = s.initial[vdu]
+	if !ok {
+		n = max(profile.min, 1)
+	}
+	for _, aspectID := range slices.Sorted(maps.Keys(s.deltas[vdu])) {
+		n += s.aspectDelta(vdu, aspectID, s.scaleLevel(level, aspectID))
+	}
+	return n
 }
 
 // aspectDelta adds the deltas of the first steps of an aspect for a VDU: step i uses
@@ -187,15 +206,77 @@ type AspectStatus struct {
 	ID            string
 	ScaleLevel    int64
 	MaxScaleLevel int64
+	// Reachable is the highest level the aspect can reach: MaxScaleLevel, or lower when
+	// a VDU's vdu_profile allows fewer instances (the other aspects at their levels).
+	Reachable int64
+	// Bound says what sets Reachable.
+	Bound string
+	// VDUs are the VDUs the aspect scales.
+	VDUs []string
 }
 
-// aspectStatus lists every aspect's scale level at an instantiation level.
-func (s *scaling) aspectStatus(level string) []AspectStatus {
+// checkScale refuses scale levels outside their aspect's [0, max_scale_level] and warns
+// of aspects the flavour does not have.
+func (s *scaling) checkScale(scale map[string]int64) (warnings []string, err error) {
+	for _, id := range slices.Sorted(maps.Keys(scale)) {
+		a, ok := s.aspects[id]
+		switch {
+		case !ok:
+			warnings = append(warnings, fmt.Sprintf("spec.scale names aspect %q, which the deployment flavour does not have: ignored", id))
+		case scale[id] < 0 || scale[id] > a.maxLevel:
+			return warnings, fmt.Errorf("aspect %s: scale level %d is outside [0, %d] (its max_scale_level)", id, scale[id], a.maxLevel)
+		}
+	}
+	return warnings, nil
+}
+
+// aspectStatus lists every aspect's scale level at an instantiation level with the
+// levels of scale, and how far each can go.
+func (s *scaling) aspectStatus(level string, scale map[string]int64, profiles map[string]vduProfile) []AspectStatus {
 	var out []AspectStatus
+	current := map[string]int64{}
+	for id := range s.aspects {
+		current[id] = s.scaleLevel(level, id)
+		if to, ok := scale[id]; ok {
+			current[id] = to
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(s.aspects)) {
-		out = append(out, AspectStatus{ID: id, ScaleLevel: s.scaleLevel(level, id), MaxScaleLevel: s.aspects[id].maxLevel})
+		st := AspectStatus{ID: id, ScaleLevel: current[id], MaxScaleLevel: s.aspects[id].maxLevel, Reachable: s.aspects[id].maxLevel, Bound: "its max_scale_level"}
+		for _, vdu := range slices.Sorted(maps.Keys(s.deltas)) {
+			if _, ok := s.deltas[vdu][id]; ok {
+				st.VDUs = append(st.VDUs, vdu)
+			}
+		}
+		st.Reachable, st.Bound = s.reachable(id, level, current, profiles, st)
+		out = append(out, st)
 	}
 	return out
+}
+
+// reachable returns the highest level of an aspect at which every VDU it scales stays
+// within its vdu_profile, the other aspects at their levels, and what bounds it.
+func (s *scaling) reachable(id, level string, current map[string]int64, profiles map[string]vduProfile, st AspectStatus) (int64, string) {
+	blocking := ""
+	for to := st.MaxScaleLevel; to >= 0; to-- {
+		levels := maps.Clone(current)
+		levels[id] = to
+		fits := ""
+		for _, vdu := range st.VDUs {
+			if _, err := s.replicas(vdu, profiles[vdu], level, levels); err != nil {
+				fits = vdu
+				break
+			}
+		}
+		if fits == "" {
+			if blocking == "" {
+				return to, st.Bound
+			}
+			return to, fmt.Sprintf("the vdu_profile of VDU %s (at most %d instances)", blocking, profiles[blocking].max)
+		}
+		blocking = fits
+	}
+	return 0, fmt.Sprintf("the vdu_profile of VDU %s", blocking)
 }
 
 func asMap(v any) map[string]any {

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"calaf.io/calaf/api/v1alpha1"
@@ -25,7 +26,7 @@ func mapVNF(ctx context.Context, compiled *tosca.Compiled, raw map[string]any, r
 	result.Warnings = append(result.Warnings, occurrenceWarnings(vnfd, raw["occurrences"])...)
 	out, err := etsi.Map(ctx, etsi.Input{
 		VNFD: vnfd, Package: compiled.Package, Nodes: etsiNodes(raw["nodes"]), Policies: etsiPolicies(raw["policies"]),
-		Request: opts.Instantiate, Service: opts.Service, Namespace: opts.Namespace,
+		Request: opts.Instantiate, Service: opts.Service, Namespace: opts.Namespace, Scale: opts.Scale,
 		Selector: func(node string) map[string]string {
 			return map[string]string{v1alpha1.LabelService: opts.Service, v1alpha1.LabelNode: LabelValue(node)}
 		},
@@ -50,7 +51,41 @@ func mapVNF(ctx context.Context, compiled *tosca.Compiled, raw map[string]any, r
 		}
 	}
 	result.VNF = &out.VNF
+	moveVNFHooks(result)
 	return collectObjects(result)
+}
+
+// moveVNFHooks hands the hooks of the VNF node (its Vnflcm operations, and the artifacts
+// of the node) to the first VDU by name: the VNF node has no pods to run them in, the
+// VDUs do, and a hook runs once per occurrence.
+func moveVNFHooks(result *Result) {
+	if len(result.VNF.VDUs) == 0 {
+		return
+	}
+	first := result.Node(result.VNF.VDUs[0].Node)
+	for _, node := range result.Nodes {
+		if node == first || !slices.Contains(node.Types, "tosca.nodes.nfv.VNF") {
+			continue
+		}
+		var kept []Operation
+		for _, op := range node.Operations {
+			if !IsHook(op) {
+				kept = append(kept, op)
+				continue
+			}
+			if slices.ContainsFunc(first.Operations, func(own Operation) bool { return own.QualifiedName() == op.QualifiedName() }) {
+				continue // the VDU's own hook wins
+			}
+			if _, clash := first.Artifacts[op.Implementation]; !clash {
+				if name, artifact, ok := node.Artifact(op.Implementation); ok {
+					first.Artifacts[name] = artifact
+				}
+			}
+			first.Operations = append(first.Operations, op)
+		}
+		node.Operations = kept
+	}
+	sort.Slice(first.Operations, func(i, j int) bool { return first.Operations[i].QualifiedName() < first.Operations[j].QualifiedName() })
 }
 
 // collectObjects lists the objects of every node in plan order, refusing an object that

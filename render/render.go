@@ -42,6 +42,11 @@ type Options struct {
 	// Instantiate is the SOL003 instantiate request of an ETSI SOL001 VNF package: its
 	// instantiation level and additionalParams (the flavour was chosen by the compile).
 	Instantiate *etsi.Request
+	// Scale sets the scale level of aspects, by aspect (the Service's spec.scale): their
+	// workloads' replicas follow.
+	Scale map[string]int64
+	// Stopped scales every workload to zero (an OPERATE to STOPPED).
+	Stopped bool
 }
 
 // Renderer renders compiled packages, caching results by compile key and options.
@@ -83,7 +88,7 @@ func (r *Renderer) Render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 
 func renderKey(compileKey string, opts Options) string {
 	h := sha256.New()
-	data, _ := json.Marshal([]any{compileKey, opts.Service, opts.Namespace, opts.Attributes, opts.Instantiate})
+	data, _ := json.Marshal([]any{compileKey, opts.Service, opts.Namespace, opts.Attributes, opts.Instantiate, opts.Scale, opts.Stopped})
 	h.Write(data)
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -106,6 +111,9 @@ func (r *Renderer) render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 	result.Warnings = compiled.Warnings()
 	data, _ := raw.(map[string]any)
 	if err := mapVNF(ctx, compiled, data, result, opts); err != nil {
+		return nil, err
+	}
+	if err := applyLifecycle(result, data, opts); err != nil {
 		return nil, err
 	}
 	if len(result.Objects) == 0 && len(result.Nodes) > 0 {

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/tosca"
 )
@@ -29,6 +30,9 @@ type Result struct {
 	Warnings []tosca.Diagnostic
 	// VNF describes the instance of an ETSI SOL001 VNF package (nil for other packages).
 	VNF *etsi.VNF
+	// Lifecycle is what lifecycle operations read: scaling aspects and their levels, the
+	// nodes' hooks, the alert rules.
+	Lifecycle *v1alpha1.LifecycleStatus
 }
 
 // Node is the plan of one node template.

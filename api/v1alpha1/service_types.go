@@ -98,6 +98,25 @@ type ServiceSpec struct {
 	// its deployment flavour, instantiation level and additionalParams (docs/etsi.md).
 	// +optional
 	Instantiate *InstantiateRequest `json:"instantiate,omitempty"`
+
+	// Scale is the scale level of each scaling aspect, as SCALE and SCALE_TO_LEVEL
+	// occurrences left it (docs/lifecycle.md): the aspects' workloads run the replicas of
+	// these levels, which drift repair and redeploys keep.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=aspectId
+	// +optional
+	Scale []ScaleInfo `json:"scale,omitempty"`
+
+	// Stopped (an OPERATE occurrence) scales every Deployment, StatefulSet and ReplicaSet
+	// to zero, keeping the objects and their volumes.
+	// +optional
+	Stopped bool `json:"stopped,omitempty"`
+
+	// Rollback says what a lifecycle change that fails does: Manual (the default) waits in
+	// FAILED_TEMP for a retry, rollback or fail; Auto rolls back at once.
+	// +optional
+	Rollback RollbackPolicy `json:"rollback,omitempty"`
 }
 
 // VerifyMode says what a package that fails verification does.
@@ -462,6 +481,10 @@ type ServiceStatus struct {
 	// tolerated, and what was adjusted (at most 20, located in the package).
 	// +optional
 	Warnings []string `json:"warnings,omitempty"`
+	// Lifecycle is what lifecycle operations read of the package: its scaling aspects and
+	// their levels, the hooks of its nodes, its alert rules.
+	// +optional
+	Lifecycle *LifecycleStatus `json:"lifecycle,omitempty"`
 }
 
 // VNFStatus is the instantiated state of an ETSI SOL001 VNF.
@@ -496,8 +519,10 @@ type VDUStatus struct {
 
 // ScaleInfo is the scale level of a scaling aspect.
 type ScaleInfo struct {
-	AspectID   string `json:"aspectId"`
-	ScaleLevel int32  `json:"scaleLevel"`
+	// +kubebuilder:validation:MinLength=1
+	AspectID string `json:"aspectId"`
+	// +kubebuilder:validation:Minimum=0
+	ScaleLevel int32 `json:"scaleLevel"`
 }
 
 // Service is a network service described in TOSCA, deployed and run by Calaf.
