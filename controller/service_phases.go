@@ -78,7 +78,7 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 	if svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != "" {
 		svc.Status.LastHandledReconcileAt = svc.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	}
-	phases := []phase{r.reconcileSource, r.reconcileCompile, r.reconcileRender, r.reconcileDeploy, r.reconcilePrune, r.reconcileOutputs, r.reconcileVNFStatus}
+	phases := []phase{r.reconcileSource, r.reconcileCompile, r.reconcileRender, r.reconcileLifecycleStatus, r.reconcileDeploy, r.reconcilePrune, r.reconcileOutputs, r.reconcileVNFStatus}
 	var err error
 	for _, run := range phases {
 		if err = run(ctx, s); err != nil {
@@ -196,7 +196,8 @@ func (r *ServiceReconciler) reconcileRender(ctx context.Context, s *scope) error
 }
 
 func (r *ServiceReconciler) renderOptions(s *scope, attributes map[string]map[string]any) render.Options {
-	return render.Options{Service: s.Service.Name, Namespace: s.Service.Namespace, Attributes: attributes, Timeout: r.ScriptTimeout, Instantiate: s.Instantiate}
+	return render.Options{Service: s.Service.Name, Namespace: s.Service.Namespace, Attributes: attributes, Timeout: r.ScriptTimeout, Instantiate: s.Instantiate,
+		Scale: scaleLevels(s.Service), Stopped: s.Service.Spec.Stopped}
 }
 
 // statusAttributes returns the attributes recorded in status, by node.

@@ -23,9 +23,9 @@ import (
 // need to recompile packages, and attributes and outputs can be recomputed without
 // fetching the package again.
 const (
-	stateSuffix        = ".calaf-state"
+	stateSuffix        = v1alpha1.StateSecretSuffix
 	stateCloutKey      = "clout.json.gz"
-	stateKeyAnnotation = "calaf.io/compile-key"
+	stateKeyAnnotation = v1alpha1.StateKeyAnnotation
 	stateLabel         = "calaf.io/state-of"
 	// stateAbsent records that a Service has no state Secret yet.
 	stateAbsent = "-"

@@ -101,6 +101,9 @@ func (o *Orchestrator) recordOnDemand(r *nodeRun, requests *requestSet) {
 			continue
 		}
 		marker := "operation:" + request.Name
+		if request.Spec.Retries > 0 {
+			marker += fmt.Sprintf("#%d", request.Spec.Retries)
+		}
 		status := statusOf(r.st, onDemandName(op))
 		if status.Fingerprint == marker {
 			continue
@@ -281,15 +284,24 @@ func (o *Orchestrator) failRequests(ctx context.Context, r *nodeRun, requests *r
 	}
 }
 
-// known tells whether this process runs or ran an Operation.
+// runKey identifies one run of an Operation: a retry of its occurrence (spec.retries)
+// runs it again.
+func runKey(request *v1alpha1.Operation) string {
+	if request.Spec.Retries == 0 {
+		return string(request.UID)
+	}
+	return fmt.Sprintf("%s#%d", request.UID, request.Spec.Retries)
+}
+
+// known tells whether this process runs or ran this run of an Operation.
 func (o *Orchestrator) known(request *v1alpha1.Operation) bool {
-	if _, ok := o.done.Get(string(request.UID)); ok {
+	if _, ok := o.done.Get(runKey(request)); ok {
 		return true
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, j := range o.jobs {
-		if j.operation != nil && j.operation.UID == request.UID {
+		if j.operation != nil && runKey(j.operation) == runKey(request) {
 			return true
 		}
 	}
@@ -319,7 +331,7 @@ func (o *Orchestrator) updateRequest(ctx context.Context, request *v1alpha1.Oper
 // completeRequest moves an Operation to its final phase, retrying on conflicts, and
 // records an Event.
 func (o *Orchestrator) completeRequest(ctx context.Context, request *v1alpha1.Operation, phase v1alpha1.OperationPhase, message string, results []v1alpha1.PodResult) {
-	o.done.Put(string(request.UID), true)
+	o.done.Put(runKey(request), true)
 	now := metav1.NewTime(o.now())
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -328,7 +340,7 @@ func (o *Orchestrator) completeRequest(ctx context.Context, request *v1alpha1.Op
 		if err := o.client.Get(ctx, client.ObjectKeyFromObject(request), current); err != nil {
 			return err
 		}
-		if current.UID != request.UID || current.Status.Phase == v1alpha1.OperationSucceeded || current.Status.Phase == v1alpha1.OperationFailed {
+		if runKey(current) != runKey(request) || current.Status.Phase == v1alpha1.OperationSucceeded || current.Status.Phase == v1alpha1.OperationFailed {
 			return nil
 		}
 		patch := client.MergeFromWithOptions(current.DeepCopy(), client.MergeFromWithOptimisticLock{})

@@ -28,6 +28,9 @@ type OperationReconciler struct {
 	// Notify asks for an immediate reconcile of a Service (ServiceReconciler.Trigger).
 	Notify   func(namespace, name string) bool
 	Recorder EventRecorder
+	// Gated leaves new Operations to the lifecycle reconciler (package lifecycle), which
+	// queues them and marks them Pending when their turn comes.
+	Gated bool
 }
 
 // SetupWithManager registers the reconciler.
@@ -57,6 +60,9 @@ func (r *OperationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	switch op.Status.Phase {
 	case "":
+		if r.Gated {
+			return ctrl.Result{}, nil
+		}
 	case v1alpha1.OperationPending:
 		if r.Notify != nil {
 			r.Notify(op.Namespace, op.Spec.ServiceName)

@@ -280,6 +280,10 @@ type ServiceSnapshot struct {
 	Instantiate *InstantiateRequest `json:"instantiate,omitempty"`
 	// +optional
 	Scale []ScaleInfo `json:"scale,omitempty"`
+	// Levels are the scale levels every aspect had (spec.scale, or the instantiation
+	// level's): what a SCALE counts its steps from.
+	// +optional
+	Levels []ScaleInfo `json:"levels,omitempty"`
 	// +optional
 	Stopped bool `json:"stopped,omitempty"`
 	// Revision the Service ran.

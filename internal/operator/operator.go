@@ -196,6 +196,9 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 	if err := reconciler.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return nil, nil, nil, err
 	}
+	if err := addLifecycle(mgr, opts, triggers, log); err != nil {
+		return nil, nil, err
+	}
 	if err := addWebhook(mgr, opts, triggers, log); err != nil {
 		return nil, nil, nil, err
 	}
@@ -220,8 +223,9 @@ func newManager(config *rest.Config, opts Options, identity string) (ctrl.Manage
 	cacheOptions := cache.Options{
 		DefaultLabelSelector: labels.NewSelector().Add(*managed),
 		ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.Service{}:   {Label: labels.Everything()},
-			&v1alpha1.Operation{}: {Label: labels.Everything()},
+			&v1alpha1.Service{}:               {Label: labels.Everything()},
+			&v1alpha1.Operation{}:             {Label: labels.Everything()},
+			&v1alpha1.LifecycleSubscription{}: {Label: labels.Everything()},
 		},
 		DefaultTransform: trimForCache,
 	}
@@ -297,7 +301,7 @@ func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Trigg
 		Notify:   triggers.Trigger,
 		Log:      log,
 	})
-	operations := &orchestration.OperationReconciler{Client: mgr.GetClient(), Notify: triggers.Trigger, Recorder: recorder}
+	operations := &orchestration.OperationReconciler{Client: mgr.GetClient(), Notify: triggers.Trigger, Recorder: recorder, Gated: true}
 	return orchestrator, operations.SetupWithManager(mgr)
 }
 

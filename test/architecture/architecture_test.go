@@ -84,9 +84,12 @@ var mayImport = map[string][]string{
 	"source/webhook":     {"source", "api/v1alpha1"},
 	"orchestration":      {"api/v1alpha1", "artifacts/protocol", "render"},
 	"controller":         {"api/v1alpha1", "tosca", "etsi", "render", "source", "orchestration"},
-	"internal/operator":  {"api/v1alpha1", "tosca", "render", "source", "source/webhook", "orchestration", "controller"},
-	"cmd/calaf":          {"internal/cli"},
-	"cmd/calaf-runner":   {"artifacts/runner"},
+	// lifecycle acts on Services and Operations through the API only (it never calls the
+	// reconciler or the orchestrator); render gives it the node label of pods.
+	"lifecycle":         {"api/v1alpha1", "render"},
+	"internal/operator": {"api/v1alpha1", "tosca", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle"},
+	"cmd/calaf":         {"internal/cli"},
+	"cmd/calaf-runner":  {"artifacts/runner"},
 }
 
 // Each package imports only the stages before it: in particular orchestration never

@@ -1,0 +1,23 @@
+package operator
+
+import (
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"calaf.io/calaf/controller"
+	"calaf.io/calaf/lifecycle"
+)
+
+// addLifecycle registers the reconciler of operation occurrences (package lifecycle): it
+// queues every Operation, runs lifecycle operations through the Service's spec and the
+// orchestrator, and asks for reconciles of Services through triggers.
+func addLifecycle(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, log logr.Logger) error {
+	occurrences := &lifecycle.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("calaf-operator"),
+		Notify:    triggers.Trigger,
+		Log:       log.WithName("lifecycle"),
+	}
+	return occurrences.SetupWithManager(mgr, opts.Concurrency)
+}
