@@ -15,7 +15,7 @@ func addLifecycle(mgr ctrl.Manager, opts Options, triggers *controller.Triggers,
 	occurrences := &lifecycle.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("calaf-operator"),
+		Recorder:  oneLineRecorder{mgr.GetEventRecorder("calaf-operator")},
 		Notify:    triggers.Trigger,
 		Log:       log.WithName("lifecycle"),
 	}

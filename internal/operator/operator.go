@@ -197,7 +197,7 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		return nil, nil, nil, err
 	}
 	if err := addLifecycle(mgr, opts, triggers, log); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := addWebhook(mgr, opts, triggers, log); err != nil {
 		return nil, nil, nil, err
