@@ -10,7 +10,8 @@ import (
 
 // addLifecycle registers the reconciler of operation occurrences (package lifecycle): it
 // queues every Operation, runs lifecycle operations through the Service's spec and the
-// orchestrator, and asks for reconciles of Services through triggers.
+// orchestrator, and asks for reconciles of Services through triggers; and the notifier
+// of LifecycleSubscriptions.
 func addLifecycle(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, log logr.Logger) error {
 	occurrences := &lifecycle.Reconciler{
 		Client:    mgr.GetClient(),
@@ -19,5 +20,9 @@ func addLifecycle(mgr ctrl.Manager, opts Options, triggers *controller.Triggers,
 		Notify:    triggers.Trigger,
 		Log:       log.WithName("lifecycle"),
 	}
-	return occurrences.SetupWithManager(mgr, opts.Concurrency)
+	if err := occurrences.SetupWithManager(mgr, opts.Concurrency); err != nil {
+		return err
+	}
+	notifier := &lifecycle.Notifier{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log.WithName("notifications"), BaseBackoff: opts.NotifyBackoff}
+	return notifier.SetupWithManager(mgr)
 }

@@ -73,6 +73,9 @@ type Options struct {
 	WebhookListener net.Listener
 	// WebhookToken returns the token push notifications must carry; required with a webhook.
 	WebhookToken func() ([]byte, error)
+	// NotifyBackoff is the first wait before a failed notification is sent again (it
+	// doubles up to 5 min; default 1 s).
+	NotifyBackoff time.Duration
 	// Verify is the signature policy every Service's package passes (SOL004).
 	Verify source.VerifyDefaults
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election. The leader
