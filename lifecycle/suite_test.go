@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -34,6 +35,8 @@ import (
 // controllers would (readyWorkloads); pods and hooks are the node-mode tests' (test/e2e).
 var env struct {
 	client client.WithWatch
+	// webhook is the URL of the operator's webhook server (alerts), token its token.
+	webhook, token string
 }
 
 func TestMain(m *testing.M) {
@@ -56,6 +59,13 @@ func run(m *testing.M) int {
 	opts.MetricsAddress, opts.HealthAddress = "0", "0"
 	opts.PackageCacheDir = filepath.Join(os.TempDir(), fmt.Sprintf("calaf-lifecycle-packages-%d", os.Getpid()))
 	opts.ProgressInterval = time.Second
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env.webhook, env.token = "http://"+listener.Addr().String(), "alert-token"
+	opts.WebhookListener, opts.WebhookToken = listener, func() ([]byte, error) { return []byte(env.token), nil }
 	mgr, _, err := operator.NewManager(config, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "creating the operator:", err)

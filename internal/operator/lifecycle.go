@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"time"
+
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -25,4 +27,13 @@ func addLifecycle(mgr ctrl.Manager, opts Options, triggers *controller.Triggers,
 	}
 	notifier := &lifecycle.Notifier{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log.WithName("notifications"), BaseBackoff: opts.NotifyBackoff}
 	return notifier.SetupWithManager(mgr)
+}
+
+// newAlertReceiver makes the Alertmanager webhook (lifecycle.AlertPath), served with the
+// push webhook and its token.
+func newAlertReceiver(mgr ctrl.Manager, opts Options, log logr.Logger) *lifecycle.AlertReceiver {
+	return &lifecycle.AlertReceiver{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Token: opts.WebhookToken, Namespace: opts.Namespace,
+		Recorder: oneLineRecorder{mgr.GetEventRecorder("calaf-operator")}, Log: log.WithName("alerts"), Now: time.Now,
+	}
 }

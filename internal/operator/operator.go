@@ -35,6 +35,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
+	"calaf.io/calaf/lifecycle"
 	"calaf.io/calaf/orchestration"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
@@ -330,6 +331,7 @@ func addWebhook(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, l
 	mux := http.NewServeMux()
 	mux.Handle(webhook.Path, receiver)
 	mux.Handle(webhook.OCIPath, receiver)
+	mux.Handle(lifecycle.AlertPath, newAlertReceiver(mgr, opts, log))
 	shutdown := 10 * time.Second
 	return mgr.Add(&manager.Server{
 		Name:                "webhook",
