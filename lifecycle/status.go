@@ -69,6 +69,7 @@ func enter(op *v1alpha1.Operation, to v1alpha1.OperationState, reason, message s
 	}
 	if to.Final() {
 		op.Status.CompletionTime = now.DeepCopy()
+		settlePhase(op)
 	}
 	if reason == "" {
 		reason = reasons[to]
@@ -80,6 +81,20 @@ func enter(op *v1alpha1.Operation, to v1alpha1.OperationState, reason, message s
 	}
 	action := fmt.Sprintf("%s#%d", to, len(op.Status.Transitions))
 	return event{eventType: eventType, reason: reasons[to], action: action, note: fmt.Sprintf("%s %s: %s", op.Spec.Type, to, message)}, nil
+}
+
+// settlePhase gives a CUSTOM occurrence that ends without having run (refused, failed
+// for good) the run phase Failed, which `calaf run --wait` and the orchestrator read.
+func settlePhase(op *v1alpha1.Operation) {
+	if op.Spec.Type != v1alpha1.OperationCustom && op.Spec.Type != "" {
+		return
+	}
+	switch {
+	case op.Status.OperationState == v1alpha1.StateCompleted:
+		op.Status.Phase = v1alpha1.OperationSucceeded
+	case op.Status.Phase != v1alpha1.OperationSucceeded:
+		op.Status.Phase = v1alpha1.OperationFailed
+	}
 }
 
 func allowedTransition(from, to v1alpha1.OperationState) bool {

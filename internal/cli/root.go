@@ -120,6 +120,13 @@ func NewRootCommand(streams Streams) *cobra.Command {
 		newResumeCommand(),
 		newDiffCommand(),
 		newRunCommand(),
+		newScaleCommand(),
+		newHealCommand(),
+		newUpgradeCommand(),
+		newRetryCommand(),
+		newRollbackCommand(),
+		newFailCommand(),
+		newOpsCommand(),
 		newOperatorCommand(),
 		newPackageCommand(),
 	)

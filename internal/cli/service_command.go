@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,10 @@ type serviceCommand struct {
 	waitTimeout         time.Duration
 	// flags adds the command's own flags.
 	flags func(cmd *cobra.Command)
+	// extra, when set, is the usage of the arguments after NAME (up to maxExtra of them;
+	// run reads them from cmd.Flags().Args()).
+	extra    string
+	maxExtra int
 	// run acts on the Service.
 	run func(ctx context.Context, cmd *cobra.Command, c client.WithWatch, svc *v1alpha1.Service, wait waitFlags) error
 }
@@ -35,9 +40,9 @@ func (sc serviceCommand) command() *cobra.Command {
 	var kube kubeFlags
 	var wait waitFlags
 	cmd := &cobra.Command{
-		Use:   sc.use + " NAME",
+		Use:   strings.TrimSpace(sc.use + " NAME " + sc.extra),
 		Short: sc.short,
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.RangeArgs(1, 1+sc.maxExtra),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := commandContext(cmd)
 			defer cancel()

@@ -114,6 +114,7 @@ func describe(svc *v1alpha1.Service) string {
 		w.Flush()
 	}
 	describeVNF(&b, svc.Status.VNF, svc.Status.Warnings)
+	describeLifecycle(&b, svc)
 	if len(svc.Status.Outputs) > 0 || len(svc.Status.PendingOutputs) > 0 {
 		b.WriteString("\nOutputs:\n")
 		names := map[string]bool{}
