@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,6 +27,8 @@ var suite struct {
 	operatorKubeconfig string
 	operator           *framework.Operator
 	client             client.WithWatch
+	// webhook is the URL of the operator's webhook server (push, alerts); token its token.
+	webhook, token string
 }
 
 func TestMain(m *testing.M) {
@@ -75,10 +78,15 @@ func runSuite(m *testing.M) int {
 	}
 	logPath := filepath.Join(os.TempDir(), "calaf-e2e-operator.log")
 	os.Remove(logPath)
+	webhookArgs, err := webhookFlags(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	suite.operator = &framework.Operator{
 		Binary:  suite.calaf,
 		LogPath: logPath,
-		Args:    []string{"--kubeconfig=" + suite.operatorKubeconfig, "--progress-interval=2s", "--package-cache-dir=" + filepath.Join(dir, "packages")},
+		Args:    append([]string{"--kubeconfig=" + suite.operatorKubeconfig, "--progress-interval=2s", "--package-cache-dir=" + filepath.Join(dir, "packages")}, webhookArgs...),
 	}
 	if err := suite.operator.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -90,4 +98,21 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "operator log (last lines of %s):\n%s\n", logPath, suite.operator.Tail(60))
 	}
 	return code
+}
+
+// webhookFlags gives the operator a webhook server on a free local port with a token
+// (the alert tests post to it).
+func webhookFlags(dir string) ([]string, error) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := listener.Addr().String()
+	listener.Close()
+	suite.webhook, suite.token = "http://"+addr, "e2e-webhook-token"
+	tokenFile := filepath.Join(dir, "webhook-token")
+	if err := os.WriteFile(tokenFile, []byte(suite.token), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"--webhook-bind-address=" + addr, "--webhook-token-file=" + tokenFile}, nil
 }
