@@ -90,6 +90,7 @@ bench: ## Compile/render against raw Puccini, package sources, orchestration, 1,
 	go test -count=1 -timeout 30m -v -run '^(TestReport|TestETSIReport)$$' ./test/benchmarks/ -args -report=$(CURDIR)/docs/benchmarks.md
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 -timeout 20m -v -run '^TestBenchSources$$' ./test/sources/ -args -report=$(CURDIR)/docs/benchmarks.md
 	$(MAKE) bench-orchestration
+	$(MAKE) bench-lifecycle
 	$(MAKE) bench-fleet
 
 .PHONY: bench-fleet
@@ -99,6 +100,10 @@ bench-fleet: build ## 1,000 Services through the operator against a plain server
 .PHONY: bench-orchestration
 bench-orchestration: ## Operations in pods (runner transfer, warm runs) against a plain exec round trip, on the one-node cluster; writes docs/benchmarks.md.
 	$(GROUND)/with-cluster.sh go test -tags e2e -count=1 -timeout 20m -v -run '^TestOrchestrationBench$$' ./test/e2e/ -args -orchestration-report=$(CURDIR)/docs/benchmarks.md
+
+.PHONY: bench-lifecycle
+bench-lifecycle: ## A SCALE occurrence against kubectl scale of the same workload, on the one-node cluster; writes docs/benchmarks.md.
+	$(GROUND)/with-cluster.sh go test -tags e2e -count=1 -timeout 20m -v -run '^TestLifecycleBench$$' ./test/e2e/ -args -lifecycle-report=$(CURDIR)/docs/benchmarks.md
 
 .PHONY: test-e2e
 test-e2e: ## Node-mode end-to-end tests on the one-node cluster (started and stopped here).

@@ -157,7 +157,7 @@ func changeStep(apply func(*run, *v1alpha1.ServiceSpec) error) step {
 			return failed("Service %s is gone", rn.op.Spec.ServiceName)
 		}
 		if rec.Generation == 0 {
-			generation, err := rn.patchSpec(ctx, apply)
+			generation, err := rn.patchSpec(ctx, apply, rn.reconcileToken(rec))
 			if apierrors.IsConflict(err) {
 				return waiting("the Service changed meanwhile: changing it again")
 			}
@@ -185,7 +185,7 @@ var restoreStep = step{name: "restore what the Service ran", run: func(ctx conte
 		if err := rn.restoreState(ctx, prev.StateSecret); err != nil {
 			return failed("putting back the compiled package of revision %s: %v", prev.Revision, err)
 		}
-		generation, err := rn.patchSpec(ctx, restore)
+		generation, err := rn.patchSpec(ctx, restore, rn.reconcileToken(rec))
 		if apierrors.IsConflict(err) {
 			return waiting("the Service changed meanwhile: restoring it again")
 		}
@@ -198,24 +198,42 @@ var restoreStep = step{name: "restore what the Service ran", run: func(ctx conte
 	return rn.waitHealthy(rec)
 }}
 
-// patchSpec changes the Service's spec with apply (optimistic locking: a Service changed
-// meanwhile is a conflict) and returns the generation it has then.
-func (rn *run) patchSpec(ctx context.Context, apply func(*run, *v1alpha1.ServiceSpec) error) (int64, error) {
+// patchSpec changes the Service's spec with apply and asks for a reconcile with token (one
+// write, with optimistic locking: a Service changed meanwhile is a conflict), and returns
+// the generation it has then. The token tells the reconcile that judged the Service after
+// the change — a retry changes nothing, and the conditions from before it must not count.
+func (rn *run) patchSpec(ctx context.Context, apply func(*run, *v1alpha1.ServiceSpec) error, token string) (int64, error) {
 	svc := rn.svc.DeepCopy()
 	spec := svc.Spec.DeepCopy()
 	if err := apply(rn, spec); err != nil {
 		return 0, err
 	}
-	if apiequality.Semantic.DeepEqual(*spec, svc.Spec) {
+	if apiequality.Semantic.DeepEqual(*spec, svc.Spec) && svc.Annotations[v1alpha1.ReconcileRequestAnnotation] == token {
 		return svc.Generation, nil
 	}
 	patch := client.MergeFromWithOptions(svc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	svc.Spec = *spec
+	if svc.Annotations == nil {
+		svc.Annotations = map[string]string{}
+	}
+	svc.Annotations[v1alpha1.ReconcileRequestAnnotation] = token
 	if err := rn.r.Patch(ctx, svc, patch); err != nil {
 		return 0, err
 	}
 	rn.svc = svc
 	return svc.Generation, nil
+}
+
+// reconcileToken is the reconcile request of a step's change.
+func (rn *run) reconcileToken(rec *v1alpha1.OperationStep) string {
+	return fmt.Sprintf("lcm-%s-%d-%d", rn.op.UID, rn.indexOf(rec), rec.Attempt)
+}
+
+// judged tells whether the Service's status comes from a reconcile after a step's change:
+// the one it asked for, or a later one someone else asked for.
+func (rn *run) judged(rec *v1alpha1.OperationStep) bool {
+	token := rn.reconcileToken(rec)
+	return rn.svc.Status.LastHandledReconcileAt == token || rn.svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != token
 }
 
 // waitHealthy waits until the Service is Ready at the generation of a step's change; it
@@ -231,7 +249,7 @@ func (rn *run) waitHealthy(rec *v1alpha1.OperationStep) result {
 	switch {
 	case current && ready.Status == metav1.ConditionTrue && svc.Status.ObservedGeneration >= generation:
 		return doneWith("Service healthy at generation %d (revision %s)", generation, svc.Status.LastAppliedRevision)
-	case current && failing(svc, generation):
+	case current && rn.judged(rec) && failing(svc, generation):
 		return failed("Service %s is not healthy at generation %d: %s: %s", svc.Name, generation, ready.Reason, ready.Message)
 	case rn.pastDeadline(rec):
 		return failed("Service %s did not become healthy within %v: %s", svc.Name, rn.timeout(), readyMessage(ready))

@@ -178,13 +178,21 @@ func getOccurrence(t *testing.T, ns, name string) *v1alpha1.Operation {
 // rollback).
 func stepOf(t *testing.T, op *v1alpha1.Operation, name string, rollback bool) v1alpha1.OperationStep {
 	t.Helper()
+	step, ok := findStep(op, name, rollback)
+	if !ok {
+		t.Fatalf("%s has no step %q: %+v", op.Name, name, op.Status.Steps)
+	}
+	return step
+}
+
+// findStep returns the step of an occurrence by name, if it has it.
+func findStep(op *v1alpha1.Operation, name string, rollback bool) (v1alpha1.OperationStep, bool) {
 	for _, s := range op.Status.Steps {
 		if s.Name == name && s.Rollback == rollback {
-			return s
+			return s, true
 		}
 	}
-	t.Fatalf("%s has no step %q: %+v", op.Name, name, op.Status.Steps)
-	return v1alpha1.OperationStep{}
+	return v1alpha1.OperationStep{}, false
 }
 
 // stateNames lists the states an occurrence went through.

@@ -144,7 +144,7 @@ func TestLifecycleOperatorKilled(t *testing.T) {
 	op := lastOccurrence(t, ns)
 	g.Eventually(func(g Gomega) {
 		current := getOccurrence(t, ns, op.Name)
-		hook := stepOf(t, current, "hook Lifecycle.scale_start on smf", false)
+		hook, _ := findStep(current, "hook Lifecycle.scale_start on smf", false)
 		g.Expect(hook.Operation).NotTo(BeEmpty())
 		g.Expect(getOccurrence(t, ns, hook.Operation).Status.Phase).To(Equal(v1alpha1.OperationRunning))
 	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
@@ -165,7 +165,7 @@ func TestLifecycleOperatorKilled(t *testing.T) {
 	calaf(t, "scale", "core", "--aspect", "smf", "-n", ns)
 	op = lastOccurrence(t, ns)
 	g.Eventually(func(g Gomega) {
-		change := stepOf(t, getOccurrence(t, ns, op.Name), "change the Service", false)
+		change, _ := findStep(getOccurrence(t, ns, op.Name), "change the Service", false)
 		g.Expect(change.Generation).NotTo(BeZero())
 		g.Expect(change.Phase).To(Equal(v1alpha1.StepRunning))
 	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())

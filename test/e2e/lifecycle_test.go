@@ -83,9 +83,10 @@ func TestLifecycleScaleAndHeal(t *testing.T) {
 	g.Expect(aspectLevelOf(t, ns, "core", "smf")).To(BeEquivalentTo(1))
 
 	// Drift: kubectl scale of the Deployment is reverted to the scaled value.
-	_, err := c.Clientset.AppsV1().Deployments(ns).UpdateScale(ctx, "core-smf",
+	edited, err := c.Clientset.AppsV1().Deployments(ns).UpdateScale(ctx, "core-smf",
 		&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "core-smf", Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: 4}}, metav1.UpdateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(edited.Spec.Replicas).To(BeEquivalentTo(4))
 	g.Eventually(func() int32 { return smfReplicas(t, c, ns) }, time.Minute, 200*time.Millisecond).Should(BeEquivalentTo(2))
 	// A redeploy of the same package keeps the level.
 	calaf(t, "deploy", "core", dir, "-n", ns, image, "--wait", "--wait-timeout=4m")
@@ -100,13 +101,28 @@ func TestLifecycleScaleAndHeal(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("refused: aspect smf is at scale level 1: 3 steps out would reach level 4, past its maximum 3"))
 	g.Expect(smfReplicas(t, c, ns)).To(BeEquivalentTo(2))
 
-	// HEAL of one broken pod: its configuration is gone; it is replaced and configured,
-	// the other pod keeps its UID and ran configure once.
+	healBrokenPod(t, c, ns, two)
+
+	// calaf ops lists them all.
+	out = calaf(t, "ops", "core", "-n", ns)
+	t.Logf("calaf ops:\n%s", out)
+	g.Expect(strings.Count(out, "COMPLETED")).To(Equal(3))
+	g.Expect(out).To(ContainSubstring("FAILED"))
+	g.Expect(out).NotTo(ContainSubstring("hook"), "hook runs are not listed by default")
+}
+
+// healBrokenPod breaks one of two pods (its configuration is gone) and heals it: it is
+// replaced and configured, its hooks run once each, the other pod keeps its UID and ran
+// configure once.
+func healBrokenPod(t *testing.T, c *framework.Cluster, ns string, two []string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
 	pods := servicePods(t, c, ns, "core", "smf")
 	victim, other := pods[two[0]], pods[two[1]]
-	_, err = c.Exec(ctx, ns, victim.Name, "main", "rm", "/tmp/smf.conf")
+	_, err := c.Exec(ctx, ns, victim.Name, "main", "rm", "/tmp/smf.conf")
 	g.Expect(err).NotTo(HaveOccurred())
-	out = calaf(t, "heal", "core", "--pod", victim.Name, "-n", ns, "--wait")
+	out := calaf(t, "heal", "core", "--pod", victim.Name, "-n", ns, "--wait")
 	t.Logf("calaf heal:\n%s", out)
 	g.Expect(out).To(ContainSubstring("COMPLETED"))
 	healed := waitPods(t, c, ns, "core", "smf", 2)
@@ -128,12 +144,6 @@ func TestLifecycleScaleAndHeal(t *testing.T) {
 	g.Expect(hookRuns(t, c, ns, healed, "Lifecycle.heal_end", heal.Name)).To(Equal(1))
 	g.Expect(stepOf(t, &heal, "hook Lifecycle.heal_start on smf", false).Phase).To(Equal(v1alpha1.StepSucceeded))
 
-	// calaf ops lists them all.
-	out = calaf(t, "ops", "core", "-n", ns)
-	t.Logf("calaf ops:\n%s", out)
-	g.Expect(strings.Count(out, "COMPLETED")).To(Equal(3))
-	g.Expect(out).To(ContainSubstring("FAILED"))
-	g.Expect(out).NotTo(ContainSubstring("hook"), "hook runs are not listed by default")
 }
 
 // An ETSI package scales by its ScalingAspects: the VDU's replicas follow the aspect's
