@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -119,16 +120,20 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 	if err != nil {
 		return err
 	}
-	svc.Spec.Inputs = map[string]apiextensionsv1.JSON{}
-	for key, value := range inputs {
-		svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: mustJSON(value)}
+	src := svc.Spec.Source
+	setSpec := func(svc *v1alpha1.Service) {
+		svc.Spec.Source = src
+		svc.Spec.Inputs = map[string]apiextensionsv1.JSON{}
+		for key, value := range inputs {
+			svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: mustJSON(value)}
+		}
+		svc.Spec.Instantiate = instantiate
+		svc.Spec.Interval = &metav1.Duration{Duration: flags.interval}
+		svc.Spec.Timeout = &metav1.Duration{Duration: flags.timeout}
+		svc.Spec.DeletionPolicy = v1alpha1.DeletionPolicy(flags.deletionPolicy)
+		svc.Spec.ServiceAccountName = flags.serviceAccount
 	}
-	svc.Spec.Instantiate = instantiate
-	svc.Spec.Interval = &metav1.Duration{Duration: flags.interval}
-	svc.Spec.Timeout = &metav1.Duration{Duration: flags.timeout}
-	svc.Spec.DeletionPolicy = v1alpha1.DeletionPolicy(flags.deletionPolicy)
-	svc.Spec.ServiceAccountName = flags.serviceAccount
-	if err := writeService(ctx, cmd, c, svc, exists, uploaded); err != nil {
+	if err := writeService(ctx, cmd, c, svc, exists, uploaded, setSpec); err != nil {
 		return err
 	}
 	if !flags.wait {
@@ -164,11 +169,24 @@ func setSource(ctx context.Context, c client.Client, svc *v1alpha1.Service, flag
 	return false, nil
 }
 
-// writeService creates or updates the Service, ties an uploaded package to it, and says so.
-func writeService(ctx context.Context, cmd *cobra.Command, c client.Client, svc *v1alpha1.Service, exists, uploaded bool) error {
+// writeService creates or updates the Service with the spec setSpec gives it, ties an
+// uploaded package to it, and says so. An update that conflicts with a change made since
+// the Service was read (the operator's, a lifecycle occurrence's) is made again on the
+// Service as it is now, so that only the fields deploy sets change.
+func writeService(ctx context.Context, cmd *cobra.Command, c client.Client, svc *v1alpha1.Service, exists, uploaded bool, setSpec func(*v1alpha1.Service)) error {
 	var err error
+	setSpec(svc)
 	if exists {
-		err = c.Update(ctx, svc)
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			err := c.Update(ctx, svc)
+			if apierrors.IsConflict(err) {
+				if getErr := c.Get(ctx, client.ObjectKeyFromObject(svc), svc); getErr != nil {
+					return getErr
+				}
+				setSpec(svc)
+			}
+			return err
+		})
 	} else {
 		// The operator would add its finalizer on the first reconcile; doing it here
 		// saves that write.

@@ -123,7 +123,11 @@ func autoRollback(op *v1alpha1.Operation, svc *v1alpha1.Service) bool {
 // followOccurrence prints the states an occurrence enters after its first seen ones, and
 // its progress, until it ends (or, unless it rolls back by itself, is FAILED_TEMP): nil
 // when COMPLETED, errOccurrenceFailed otherwise.
+//
+// After a decision (seen > 0), the FAILED_TEMP the occurrence was in does not count: only
+// one it enters again after a new transition does.
 func followOccurrence(ctx context.Context, out io.Writer, c client.Client, key client.ObjectKey, seen int, auto bool, timeout time.Duration) error {
+	decided := seen
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(300 * time.Millisecond)
@@ -149,7 +153,7 @@ func followOccurrence(ctx context.Context, out io.Writer, c client.Client, key c
 			return nil
 		case state.Final():
 			return fmt.Errorf("%w: %s %s: %s", errOccurrenceFailed, op.Name, state, op.Status.Message)
-		case state == v1alpha1.StateFailedTemp && !auto:
+		case state == v1alpha1.StateFailedTemp && !auto && len(op.Status.Transitions) > decided:
 			return fmt.Errorf("%w: %s is FAILED_TEMP: %s; decide with calaf retry|rollback|fail %s", errOccurrenceFailed, op.Name, op.Status.Message, op.Name)
 		}
 		select {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,13 @@ func TestFollowOccurrence(t *testing.T) {
 		if c.out != "" && out.String() != c.out {
 			t.Errorf("%s: printed %q, want %q", c.name, out.String(), c.out)
 		}
+	}
+	// A decision the operator has not picked up yet: the FAILED_TEMP it was made on is not
+	// the end; --wait goes on (here until its timeout).
+	op := occurrence(v1alpha1.StateStarting, v1alpha1.StateProcessing, v1alpha1.StateFailedTemp)
+	fc := fake.NewClientBuilder().WithScheme(operator.NewScheme()).WithObjects(op).WithStatusSubresource(op).Build()
+	err := followOccurrence(context.Background(), io.Discard, fc, client.ObjectKeyFromObject(op), 3, false, time.Second)
+	if err == nil || errors.Is(err, errOccurrenceFailed) || !strings.Contains(err.Error(), "timeout") {
+		t.Errorf("a decision not picked up yet: %v, want a timeout", err)
 	}
 }
