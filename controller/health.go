@@ -31,15 +31,12 @@ type health struct {
 // current tells whether every object is current.
 func (h health) current() bool { return h.failed == "" && len(h.waiting) == 0 }
 
-// stallingReasons are the causes that do not go away without a change of the package, its
-// inputs or the namespace: the Service is Stalled while a node fails for one of them.
-var stallingReasons = []string{
-	"FailedCreate", "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
-	"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+// isStalling tells whether a node failure reason stalls the Service: a cause that does
+// not go away without a change of the package, its inputs or the namespace — a pod's
+// (v1alpha1.StuckPodReasons) or its controller's FailedCreate.
+func isStalling(reason string) bool {
+	return reason == "FailedCreate" || slices.Contains(v1alpha1.StuckPodReasons, reason)
 }
-
-// isStalling tells whether a node failure reason stalls the Service.
-func isStalling(reason string) bool { return slices.Contains(stallingReasons, reason) }
 
 // workloadKinds are the kinds whose lack of progress is explained from their pods.
 var workloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true, "Job": true}

@@ -157,6 +157,12 @@ func changeStep(apply func(*run, *v1alpha1.ServiceSpec) error) step {
 			return failed("Service %s is gone", rn.op.Spec.ServiceName)
 		}
 		if rec.Generation == 0 {
+			if restarted, err := rn.restartStuckPods(ctx, rec); err != nil || restarted {
+				if err != nil {
+					return waiting("restarting the pods that were stuck: %v", err)
+				}
+				return waiting("restarted the pods that were stuck (%s): their replacements start with what was fixed", podNames(rec.Pods))
+			}
 			generation, err := rn.patchSpec(ctx, apply, rn.reconcileToken(rec))
 			if apierrors.IsConflict(err) {
 				return waiting("the Service changed meanwhile: changing it again")
@@ -169,6 +175,46 @@ func changeStep(apply func(*run, *v1alpha1.ServiceSpec) error) step {
 		}
 		return rn.waitHealthy(rec)
 	}}
+}
+
+// restartStuckPods, on a retry of a step, deletes the Service's pods whose containers wait
+// for a reason that needed a fix (v1alpha1.StuckPodReasons: a missing ConfigMap, an image,
+// a crash loop): what was fixed before the retry takes effect in their replacements now,
+// not at the kubelet's next attempt, which the retry would otherwise judge too early. It
+// does so once per attempt (the step records the pods) and tells whether it deleted any:
+// the change waits for the next run of the step, when the cache knows them gone.
+func (rn *run) restartStuckPods(ctx context.Context, rec *v1alpha1.OperationStep) (bool, error) {
+	if rec.Attempt == 0 || len(rec.Pods) > 0 {
+		return false, nil
+	}
+	list := &corev1.PodList{}
+	if err := rn.r.List(ctx, list, client.InNamespace(rn.svc.Namespace), client.MatchingLabels{v1alpha1.LabelService: rn.svc.Name}); err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if pod.DeletionTimestamp != nil || !ownsPod(rn.svc, pod) || !stuck(pod) {
+			continue
+		}
+		precondition := metav1.Preconditions{UID: &pod.UID}
+		if err := rn.r.Delete(ctx, pod, client.Preconditions(precondition)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return false, fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+		}
+		rec.Pods = append(rec.Pods, pod.Name+"/"+string(pod.UID))
+	}
+	return len(rec.Pods) > 0, nil
+}
+
+// stuck tells whether a container of a pod waits for one of v1alpha1.StuckPodReasons.
+func stuck(pod *corev1.Pod) bool {
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, st := range statuses {
+			if st.State.Waiting != nil && slices.Contains(v1alpha1.StuckPodReasons, st.State.Waiting.Reason) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // restoreStep puts back what the Service ran before the occurrence (its compiled package

@@ -35,3 +35,11 @@ const (
 	// known (status Unknown) — what runs is still an earlier revision's.
 	ReasonNotReached = "NotReached"
 )
+
+// StuckPodReasons are the waiting reasons of a pod's containers that do not go away
+// without a change of the package, its inputs or the namespace (until the kubelet's next
+// attempt after such a change): a node failing for one of them stalls its Service.
+var StuckPodReasons = []string{
+	"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
+	"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+}

@@ -251,7 +251,8 @@ type OperationStep struct {
 	// Generation of the Service the step's change produced (or waits for).
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
-	// Pods the step acted on ("name/uid"): the pods a heal recreates.
+	// Pods the step acted on ("name/uid"): the pods a heal recreates, the stuck pods a retry
+	// restarted.
 	// +optional
 	Pods []string `json:"pods,omitempty"`
 	// +optional
