@@ -38,6 +38,30 @@ type fingerprint struct {
 	live    string
 }
 
+// token is the short form of a verified fingerprint kept in the Service's inventory (empty
+// while the live fields are not verified): what a restarted operator compares with.
+func (fp fingerprint) token() string {
+	if fp.desired == "" || fp.live == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(fp.desired + "/" + fp.live))
+	return hex.EncodeToString(sum[:8])
+}
+
+// recall returns the fingerprint of an object: the one in memory, else the one the
+// inventory recorded (after a restart) when it still matches the desired and live object.
+func (f *fingerprints) recall(key string, recorded string, desired, live string) fingerprint {
+	if fp := f.get(key); fp.desired != "" {
+		return fp
+	}
+	fp := fingerprint{desired: desired, live: live}
+	if recorded == "" || fp.token() != recorded {
+		return fingerprint{}
+	}
+	f.set(key, fp)
+	return fp
+}
+
 func (f *fingerprints) get(key string) fingerprint {
 	f.lock.Lock()
 	defer f.lock.Unlock()
@@ -118,7 +142,8 @@ type applyResult struct {
 // they were last applied and verified; the others cost nothing. Namespaced objects are
 // applied with one server-side apply request each; cluster-scoped ones, CRDs and forced
 // recreations go through fluxcd/pkg/ssa's staged apply (CRDs and namespaces first).
-func (r *ServiceReconciler) applyObjects(ctx context.Context, writer client.Client, manager *ssa.ResourceManager, svcKey string, objects []*unstructured.Unstructured, force bool) (*applyResult, error) {
+// recorded holds the inventory's fingerprint tokens by object ID.
+func (r *ServiceReconciler) applyObjects(ctx context.Context, writer client.Client, manager *ssa.ResourceManager, svcKey string, recorded map[string]string, objects []*unstructured.Unstructured, force bool) (*applyResult, error) {
 	result := &applyResult{applied: map[string]*unstructured.Unstructured{}}
 	var staged []*unstructured.Unstructured
 	hashes := map[string]string{}
@@ -133,7 +158,7 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, writer client.Clie
 		}
 		if live != nil {
 			lives[id] = liveHash(live)
-			fp := r.fingerprints.get(svcKey + "/" + id)
+			fp := r.fingerprints.recall(svcKey+"/"+id, recorded[id], desired, lives[id])
 			if fp.desired == desired && fp.live != "" && fp.live == lives[id] {
 				result.unchanged++
 				continue

@@ -17,9 +17,11 @@ import (
 
 // mergeInventory returns the inventory after an apply, in deployment order: the desired
 // objects that were applied or existed before, then the earlier entries no longer
-// desired (pruned next).
-func mergeInventory(old []v1alpha1.InventoryEntry, result *render.Result, applied map[string]bool) []v1alpha1.InventoryEntry {
+// desired (pruned next). token gives each entry's verified fingerprint; an entry without
+// one keeps the token it had.
+func mergeInventory(old []v1alpha1.InventoryEntry, result *render.Result, applied map[string]bool, token func(id string) string) []v1alpha1.InventoryEntry {
 	had := map[string]bool{}
+	tokens := recordedTokens(old)
 	for _, entry := range old {
 		had[entry.ID] = true
 	}
@@ -30,7 +32,11 @@ func mergeInventory(old []v1alpha1.InventoryEntry, result *render.Result, applie
 			id := render.ObjectID(obj)
 			desired[id] = true
 			if applied[node.Name] || had[id] {
-				inventory = append(inventory, v1alpha1.InventoryEntry{ID: id, Version: obj.GroupVersionKind().Version})
+				entry := v1alpha1.InventoryEntry{ID: id, Version: obj.GroupVersionKind().Version, Applied: token(id)}
+				if entry.Applied == "" && !applied[node.Name] {
+					entry.Applied = tokens[id]
+				}
+				inventory = append(inventory, entry)
 			}
 		}
 	}
@@ -40,6 +46,17 @@ func mergeInventory(old []v1alpha1.InventoryEntry, result *render.Result, applie
 		}
 	}
 	return inventory
+}
+
+// recordedTokens returns the fingerprint tokens an inventory recorded, by object ID.
+func recordedTokens(inventory []v1alpha1.InventoryEntry) map[string]string {
+	tokens := make(map[string]string, len(inventory))
+	for _, entry := range inventory {
+		if entry.Applied != "" {
+			tokens[entry.ID] = entry.Applied
+		}
+	}
+	return tokens
 }
 
 // entryObject returns an object reference for an inventory entry.

@@ -24,7 +24,9 @@ type deployment struct {
 	writer  client.Client
 	manager *ssa.ResourceManager
 	// failure is the first node that could not be applied: the nodes after it wait.
-	failure  *phaseError
+	failure *phaseError
+	// recorded are the fingerprint tokens of the inventory, by object ID.
+	recorded map[string]string
 	applied  map[string]bool
 	changes  []string
 	statuses []v1alpha1.NodeStatus
@@ -39,7 +41,7 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error
 	if err != nil {
 		return newPhaseError(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, retry, err)
 	}
-	d := &deployment{writer: writer, manager: manager, applied: map[string]bool{}}
+	d := &deployment{writer: writer, manager: manager, applied: map[string]bool{}, recorded: recordedTokens(svc.Status.Inventory)}
 	for _, node := range s.Result.Nodes {
 		st := s.nodeStatus(node)
 		if d.failure == nil {
@@ -51,7 +53,9 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error
 		d.statuses = append(d.statuses, *st)
 	}
 	svc.Status.Nodes = d.statuses
-	svc.Status.Inventory = mergeInventory(svc.Status.Inventory, s.Result, d.applied)
+	svc.Status.Inventory = mergeInventory(svc.Status.Inventory, s.Result, d.applied, func(id string) string {
+		return r.fingerprints.get(string(svc.UID) + "/" + id).token()
+	})
 	if len(d.changes) > 0 && r.Recorder != nil {
 		r.Recorder.Eventf(svc, nil, "Normal", "Applied", "Apply", "%s", text.Truncate(strings.Join(d.changes, "\n"), 1024))
 	}
@@ -78,7 +82,7 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 		}
 		return outcome
 	}
-	result, err := r.applyObjects(ctx, d.writer, d.manager, string(s.Service.UID), node.Objects, s.Service.Spec.Force)
+	result, err := r.applyObjects(ctx, d.writer, d.manager, string(s.Service.UID), d.recorded, node.Objects, s.Service.Spec.Force)
 	if result != nil {
 		d.changes = append(d.changes, result.changes...)
 		r.Metrics.countApplied(result.created, result.configured)

@@ -37,6 +37,47 @@ var env struct {
 	client  client.WithWatch
 	writes  sync.Map     // namespace → *atomic.Int64: mutating requests the operator sent there
 	compile atomic.Int64 // compiles run by the operator
+	// process keeps the operator's caches; its managers are made by startOperator and
+	// ended by stop.
+	process *operator.Process
+	ctx     context.Context
+	stop    func()
+}
+
+// startOperator makes a new manager (new reconcilers, as a restarted operator has) and
+// starts it; count makes the operator's compiles counted (once per process).
+func startOperator(count bool) error {
+	mgr, reconciler, err := env.process.NewManager()
+	if err != nil {
+		return err
+	}
+	if count {
+		countCompiles := reconciler.Compiler.OnCompile
+		reconciler.Compiler.OnCompile = func(d time.Duration, err error) {
+			env.compile.Add(1)
+			countCompiles(d, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(env.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "operator stopped:", err)
+		}
+	}()
+	env.stop = func() { cancel(); <-done }
+	return nil
+}
+
+// restartOperator stops the operator's manager and starts a new one, which remembers
+// nothing of what the previous one applied.
+func restartOperator(t *testing.T) {
+	t.Helper()
+	env.stop()
+	if err := startOperator(false); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // writesIn returns how many mutating requests the operator sent for objects of a namespace.
@@ -106,23 +147,19 @@ func run(m *testing.M) int {
 	opts.MetricsAddress, opts.HealthAddress = "0", "0"
 	opts.PackageCacheDir = filepath.Join(os.TempDir(), fmt.Sprintf("calaf-test-packages-%d", os.Getpid()))
 	opts.ProgressInterval = time.Second
-	mgr, reconciler, err := operator.NewManager(operatorConfig, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
+	env.process, err = operator.NewProcess(operatorConfig, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "creating the operator:", err)
 		return 1
 	}
-	countCompiles := reconciler.Compiler.OnCompile
-	reconciler.Compiler.OnCompile = func(d time.Duration, err error) {
-		env.compile.Add(1)
-		countCompiles(d, err)
-	}
 	ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
 	defer cancel()
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped:", err)
-		}
-	}()
+	env.ctx = ctx
+	if err := startOperator(true); err != nil {
+		fmt.Fprintln(os.Stderr, "creating the operator:", err)
+		return 1
+	}
+	defer env.stop()
 	env.client, err = client.NewWithWatch(config, client.Options{Scheme: operator.NewScheme()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

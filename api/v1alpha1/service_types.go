@@ -434,6 +434,11 @@ type InventoryEntry struct {
 	ID string `json:"id"`
 	// Version is the API version the object was applied with.
 	Version string `json:"v"`
+	// Applied identifies what was last applied and the operator's fields the API server
+	// then held (a short hash), so that an operator that restarts skips the applies that
+	// would change nothing.
+	// +optional
+	Applied string `json:"h,omitempty"`
 }
 
 // ServiceStatus is the observed state of a Service.

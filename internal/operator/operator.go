@@ -123,12 +123,36 @@ func NewScheme() *runtime.Scheme {
 
 // NewManager builds the manager and registers the reconcilers; Start runs it.
 func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manager, *controller.ServiceReconciler, error) {
-	ctrl.SetLogger(log)
-	st, err := newStages(config, opts, metrics.Registry, log)
+	p, err := NewProcess(config, opts, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr, reconciler, _, err := buildManager(config, opts, st, log)
+	return p.NewManager()
+}
+
+// Process is what one operator process keeps across the managers it makes: the package
+// store, the compile and render caches and the metrics (registered once). A manager made
+// anew by it starts as a restarted operator's would, with no memory of what it applied.
+type Process struct {
+	config *rest.Config
+	opts   Options
+	log    logr.Logger
+	stages *stages
+}
+
+// NewProcess makes the stages of an operator process and registers its metrics.
+func NewProcess(config *rest.Config, opts Options, log logr.Logger) (*Process, error) {
+	ctrl.SetLogger(log)
+	st, err := newStages(config, opts, metrics.Registry, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{config: config, opts: opts, log: log, stages: st}, nil
+}
+
+// NewManager builds a manager with new reconcilers over the process's stages.
+func (p *Process) NewManager() (ctrl.Manager, *controller.ServiceReconciler, error) {
+	mgr, reconciler, _, err := buildManager(p.config, p.opts, p.stages, p.log)
 	return mgr, reconciler, err
 }
 
@@ -352,8 +376,10 @@ func trimForCache(obj any) (any, error) {
 	}
 	annotations := accessor.GetAnnotations()
 	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
-	delete(annotations, controller.CachedFieldsAnnotation)
+	// client-go may transform an object again (its initial list does): one without managed
+	// fields was trimmed already, and its hash annotation is the one to keep.
 	if len(accessor.GetManagedFields()) > 0 {
+		delete(annotations, controller.CachedFieldsAnnotation)
 		if hash := controller.FieldsHash(accessor); hash != "" {
 			if annotations == nil {
 				annotations = map[string]string{}
