@@ -388,8 +388,19 @@ func (c *sandboxConsole) Debug(args ...any) { c.write(1, args...) }
 func (c *sandboxConsole) Trace(args ...any) { c.write(2, args...) }
 
 // Debugf and its siblings serve Puccini's scriptlets, which log through env.log.
-func (c *sandboxConsole) Debugf(format string, args ...any) {
-	c.write(1, fmt.Sprintf(format, args...))
+// Debugf takes the call as it is (no conversion of its arguments into Go) and formats
+// nothing unless debug logging is on: Puccini's requirement resolution calls it for every
+// candidate node template it passes over, which is every pair of templates.
+func (c *sandboxConsole) Debugf(call goja.FunctionCall) goja.Value {
+	if !c.log.V(1).Enabled() {
+		return goja.Undefined()
+	}
+	args := make([]any, 0, len(call.Arguments))
+	for _, arg := range call.Arguments[min(1, len(call.Arguments)):] {
+		args = append(args, arg.Export())
+	}
+	c.write(1, fmt.Sprintf(call.Argument(0).String(), args...))
+	return goja.Undefined()
 }
 func (c *sandboxConsole) Infof(format string, args ...any) { c.write(0, fmt.Sprintf(format, args...)) }
 func (c *sandboxConsole) Warningf(format string, args ...any) {
