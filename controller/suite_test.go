@@ -42,6 +42,9 @@ var env struct {
 	process *operator.Process
 	ctx     context.Context
 	stop    func()
+	// config and opts made the suite's operator; shards are made from them.
+	config *rest.Config
+	opts   operator.Options
 }
 
 // startOperator makes a new manager (new reconcilers, as a restarted operator has) and
@@ -147,6 +150,7 @@ func run(m *testing.M) int {
 	opts.MetricsAddress, opts.HealthAddress = "0", "0"
 	opts.PackageCacheDir = filepath.Join(os.TempDir(), fmt.Sprintf("calaf-test-packages-%d", os.Getpid()))
 	opts.ProgressInterval = time.Second
+	env.config, env.opts = operatorConfig, opts
 	env.process, err = operator.NewProcess(operatorConfig, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "creating the operator:", err)

@@ -47,6 +47,9 @@ type Reconciler struct {
 	Poll time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// ServiceElsewhere, when set, tells whether a Service this operator does not hold
+	// belongs to another shard (whose operator runs its occurrences).
+	ServiceElsewhere func(ctx context.Context, key client.ObjectKey) bool
 }
 
 // SetupWithManager registers the reconciler: a Service's reconcile is asked for by every
@@ -86,6 +89,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, svc); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
+		}
+		if r.ServiceElsewhere != nil && r.ServiceElsewhere(ctx, req.NamespacedName) {
+			return ctrl.Result{}, nil
 		}
 		svc = nil
 	}

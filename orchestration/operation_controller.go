@@ -31,6 +31,9 @@ type OperationReconciler struct {
 	// Gated leaves new Operations to the lifecycle reconciler (package lifecycle), which
 	// queues them and marks them Pending when their turn comes.
 	Gated bool
+	// ServiceElsewhere, when set, tells whether a Service this operator does not hold
+	// belongs to another shard (whose operator handles its Operations).
+	ServiceElsewhere func(ctx context.Context, key client.ObjectKey) bool
 }
 
 // SetupWithManager registers the reconciler.
@@ -74,6 +77,9 @@ func (r *OperationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	svc := &v1alpha1.Service{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: op.Namespace, Name: op.Spec.ServiceName}, svc); err != nil {
 		if apierrors.IsNotFound(err) {
+			if r.ServiceElsewhere != nil && r.ServiceElsewhere(ctx, client.ObjectKeyFromObject(svc)) {
+				return ctrl.Result{}, nil
+			}
 			return ctrl.Result{}, r.refuse(ctx, op, fmt.Sprintf("Service %s not found in namespace %s", op.Spec.ServiceName, op.Namespace))
 		}
 		return ctrl.Result{}, err

@@ -10,6 +10,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -52,6 +53,7 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().Float32Var(&qps, "kube-api-qps", 100, "requests per second to the API server, sustained")
 	cmd.Flags().IntVar(&burst, "kube-api-burst", 300, "requests to the API server in a burst")
 	cmd.Flags().StringVar(&opts.Namespace, "watch-namespace", "", "watch only this namespace (namespaced mode); default: all")
+	cmd.Flags().Var(selectorFlag{&opts.ServiceSelector}, "watch-label-selector", "handle only the Services this label selector selects: one shard of a fleet, e.g. sharding.calaf.io/key=shard1 (and !sharding.calaf.io/key for the main one)")
 	cmd.Flags().StringVar(&opts.MetricsAddress, "metrics-bind-address", opts.MetricsAddress, "address of the Prometheus metrics endpoint (0 disables it)")
 	cmd.Flags().Var(quantityFlag{&memoryLimit}, "memory-limit", "soft memory limit of the Go runtime, e.g. 160Mi (default: 90% of the container's limit, or $GOMEMLIMIT)")
 	cmd.Flags().BoolVar(&opts.Pprof, "enable-pprof", false, "serve net/http/pprof on the metrics endpoint")
@@ -153,3 +155,24 @@ func (f verifyFlags) defaults() (source.VerifyDefaults, error) {
 	defaults.AnchorsFrom = "the operator's anchors"
 	return defaults, nil
 }
+
+// selectorFlag is a label selector given on the command line.
+type selectorFlag struct{ selector *labels.Selector }
+
+func (f selectorFlag) String() string {
+	if f.selector == nil || *f.selector == nil {
+		return ""
+	}
+	return (*f.selector).String()
+}
+
+func (f selectorFlag) Set(value string) error {
+	selector, err := labels.Parse(value)
+	if err != nil {
+		return fmt.Errorf("label selector %q: %w", value, err)
+	}
+	*f.selector = selector
+	return nil
+}
+
+func (selectorFlag) Type() string { return "selector" }

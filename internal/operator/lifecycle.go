@@ -21,6 +21,8 @@ func addLifecycle(mgr ctrl.Manager, opts Options, triggers *controller.Triggers,
 		Recorder:  oneLineRecorder{mgr.GetEventRecorder("calaf-operator")},
 		Notify:    triggers.Trigger,
 		Log:       log.WithName("lifecycle"),
+		// The Services of another shard are not gone: their occurrences are its to run.
+		ServiceElsewhere: serviceElsewhere(mgr.GetAPIReader(), opts),
 	}
 	if err := occurrences.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return err

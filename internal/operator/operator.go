@@ -3,6 +3,7 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,7 +49,13 @@ import (
 // Options configure the operator.
 type Options struct {
 	// Namespace, when set, limits the operator to one namespace (namespaced mode).
-	Namespace               string
+	Namespace string
+	// ServiceSelector, when set, limits the operator to the Services it selects by label:
+	// one shard of a fleet (--watch-label-selector, as Flux's controllers shard). Its
+	// Operations and occurrences are those of its Services; each shard has its own lease.
+	ServiceSelector labels.Selector
+	// Registry receives the operator's metrics (default: controller-runtime's registry).
+	Registry                prometheus.Registerer
 	MetricsAddress          string
 	HealthAddress           string
 	LeaderElection          bool
@@ -121,6 +130,36 @@ func NewScheme() *runtime.Scheme {
 	return scheme
 }
 
+// serviceSelector selects the Services of this operator (all but with a shard's selector).
+func (opts Options) serviceSelector() labels.Selector {
+	if opts.ServiceSelector == nil {
+		return labels.Everything()
+	}
+	return opts.ServiceSelector
+}
+
+func (opts Options) registry() prometheus.Registerer {
+	if opts.Registry == nil {
+		return metrics.Registry
+	}
+	return opts.Registry
+}
+
+// serviceElsewhere tells, for a Service this operator's cache does not hold, whether it
+// exists and belongs to another shard: its Operations are that shard's to handle.
+func serviceElsewhere(reader client.Reader, opts Options) func(ctx context.Context, key client.ObjectKey) bool {
+	if opts.ServiceSelector == nil {
+		return nil
+	}
+	return func(ctx context.Context, key client.ObjectKey) bool {
+		svc := &v1alpha1.Service{}
+		if err := reader.Get(ctx, key, svc); err != nil {
+			return !apierrors.IsNotFound(err) // unknown: leave it rather than refuse it
+		}
+		return !opts.ServiceSelector.Matches(labels.Set(svc.Labels))
+	}
+}
+
 // NewManager builds the manager and registers the reconcilers; Start runs it.
 func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manager, *controller.ServiceReconciler, error) {
 	p, err := NewProcess(config, opts, log)
@@ -143,7 +182,7 @@ type Process struct {
 // NewProcess makes the stages of an operator process and registers its metrics.
 func NewProcess(config *rest.Config, opts Options, log logr.Logger) (*Process, error) {
 	ctrl.SetLogger(log)
-	st, err := newStages(config, opts, metrics.Registry, log)
+	st, err := newStages(config, opts, opts.registry(), log)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +290,7 @@ func newManager(config *rest.Config, opts Options, identity string) (ctrl.Manage
 	cacheOptions := cache.Options{
 		DefaultLabelSelector: labels.NewSelector().Add(*managed),
 		ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.Service{}:               {Label: labels.Everything()},
+			&v1alpha1.Service{}:               {Label: opts.serviceSelector()},
 			&v1alpha1.Operation{}:             {Label: labels.Everything()},
 			&v1alpha1.LifecycleSubscription{}: {Label: labels.Everything()},
 		},
@@ -271,7 +310,7 @@ func newManager(config *rest.Config, opts Options, identity string) (ctrl.Manage
 		Metrics:                             metricsOptions(opts),
 		HealthProbeBindAddress:              opts.HealthAddress,
 		LeaderElection:                      opts.LeaderElection,
-		LeaderElectionID:                    leaderElectionID,
+		LeaderElectionID:                    opts.leaseName(),
 		LeaderElectionResourceLockInterface: lock,
 		LeaseDuration:                       &opts.LeaseDuration,
 		RenewDeadline:                       &opts.RenewDeadline,
@@ -329,7 +368,8 @@ func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Trigg
 		Notify:   triggers.Trigger,
 		Log:      log,
 	})
-	operations := &orchestration.OperationReconciler{Client: mgr.GetClient(), Notify: triggers.Trigger, Recorder: recorder, Gated: true}
+	operations := &orchestration.OperationReconciler{Client: mgr.GetClient(), Notify: triggers.Trigger, Recorder: recorder, Gated: true,
+		ServiceElsewhere: serviceElsewhere(mgr.GetAPIReader(), opts)}
 	return orchestrator, operations.SetupWithManager(mgr)
 }
 

@@ -2,6 +2,8 @@ package operator
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
@@ -22,6 +23,16 @@ import (
 
 // leaderElectionID names the lease the operator's replicas compete for.
 const leaderElectionID = "calaf-operator.calaf.io"
+
+// leaseName is the lease of this operator's replicas: a shard's replicas have their own,
+// named after its selector, so that the shards of a fleet run side by side.
+func (opts Options) leaseName() string {
+	if opts.ServiceSelector == nil || opts.ServiceSelector.Empty() {
+		return leaderElectionID
+	}
+	sum := sha256.Sum256([]byte(opts.ServiceSelector.String()))
+	return "calaf-operator-" + hex.EncodeToString(sum[:5]) + ".calaf.io"
+}
 
 // errRestart asks Run for a new manager: the API server came back after an outage long
 // enough for the watches' own retries to have backed off.
@@ -35,7 +46,7 @@ var errRestart = errors.New("the API server came back after a long outage")
 // container restart and its crash-loop back-off.
 func Run(ctx context.Context, config *rest.Config, opts Options, log logr.Logger) error {
 	ctrl.SetLogger(log)
-	st, err := newStages(config, opts, metrics.Registry, log)
+	st, err := newStages(config, opts, opts.registry(), log)
 	if err != nil {
 		return err
 	}
@@ -82,7 +93,7 @@ func leaderLock(config *rest.Config, opts Options, identity string) (resourceloc
 	if err != nil {
 		return nil, err
 	}
-	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, leaderElectionID,
+	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, opts.leaseName(),
 		clientset.CoreV1(), clientset.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 }
 

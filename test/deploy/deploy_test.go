@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -58,7 +59,7 @@ func run(m *testing.M) int {
 // and namespaces created, the rest by server-side dry-run: schemas, RBAC references,
 // Deployment validation).
 func TestOverlaysAreAccepted(t *testing.T) {
-	for _, overlay := range []string{"default", "namespaced", "test-ground", webhookOverlay(t), componentOverlay(t, "verify")} {
+	for _, overlay := range []string{"default", "namespaced", "test-ground", "sharding", webhookOverlay(t), componentOverlay(t, "verify")} {
 		t.Run(filepath.Base(overlay), func(t *testing.T) {
 			g := NewWithT(t)
 			objects := kustomize(t, overlay)
@@ -215,4 +216,35 @@ func TestTestGroundOperatorIsRecreated(t *testing.T) {
 		return
 	}
 	t.Fatal("no Deployment in deploy/test-ground")
+}
+
+// The sharding overlay runs the main operator on the Services without a shard label and a
+// shard on those labelled for it: two selectors that never select the same Service, and
+// Deployments whose pod selectors do not overlap.
+func TestShardingOverlay(t *testing.T) {
+	g := NewWithT(t)
+	selectors := map[string]string{}
+	podSelectors := map[string]string{}
+	for _, obj := range kustomize(t, "sharding") {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		var args []string
+		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		if len(containers) > 0 {
+			args, _, _ = unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		}
+		for _, arg := range args {
+			if value, ok := strings.CutPrefix(arg, "--watch-label-selector="); ok {
+				selectors[obj.GetName()] = value
+			}
+		}
+		name, _, _ := unstructured.NestedString(obj.Object, "spec", "selector", "matchLabels", "app.kubernetes.io/name")
+		podSelectors[obj.GetName()] = name
+	}
+	g.Expect(selectors).To(Equal(map[string]string{
+		"calaf-operator":         "!sharding.calaf.io/key",
+		"calaf-operator-shard-1": "sharding.calaf.io/key=shard-1",
+	}))
+	g.Expect(podSelectors["calaf-operator"]).NotTo(Equal(podSelectors["calaf-operator-shard-1"]))
 }
