@@ -164,7 +164,7 @@ type etsiRow struct {
 }
 
 // interleaved runs a measure and its baseline alternately, rounds times each, and keeps
-// the best of each.
+// the median of each.
 func interleaved(measure, baseline func(*testing.B)) (time.Duration, time.Duration) {
 	var m, b []testing.BenchmarkResult
 	for r := 0; r < *rounds; r++ {
@@ -176,7 +176,7 @@ func interleaved(measure, baseline func(*testing.B)) (time.Duration, time.Durati
 			b = append(b, testing.Benchmark(baseline))
 		}
 	}
-	return best(m), best(b)
+	return median(m), median(b)
 }
 
 // TestETSIReport measures compile + render of a 12-VDU manifest package and of the Helm
@@ -205,7 +205,7 @@ func TestETSIReport(t *testing.T) {
 	for r := 0; r < *rounds; r++ {
 		sdkRounds = append(sdkRounds, testing.Benchmark(benchHelmTemplate(filepath.Join(helmPkg, "Files/kubernetes/hello-chart"), map[string]any{"replicaCountVdu1": 2, "replicaCountVdu2": 3})))
 	}
-	sdk := best(sdkRounds)
+	sdk := median(sdkRounds)
 
 	rows := []etsiRow{
 		{fmt.Sprintf("%d-VDU manifest package (%d manifests): open, compile the flavour, render with the ETSI mapping", vduCount, vduCount), "raw Puccini compiling the flavour file", manifests, raw},
@@ -234,7 +234,7 @@ func etsiMarkdown(rows []etsiRow) string {
 	fmt.Fprintf(&b, "%s\n\n", etsiSectionTitle)
 	fmt.Fprintf(&b, "Written by `make bench` (test/benchmarks, TestETSIReport) on %s: %s, %s/%s, %d CPUs, %s; load average at the end %s.\n\n",
 		time.Now().UTC().Format("2006-01-02"), benchreport.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), benchreport.LoadAverage())
-	fmt.Fprintf(&b, "Each measure and its baseline run interleaved, %d rounds each of `testing.Benchmark`; the best round of each is shown (ns/op). Calaf's side includes the render — resolve, coerce, the ETSI mapping (manifests read, VDUs bound, replicas set) — which the raw compile does not do.\n\n", *rounds)
+	fmt.Fprintf(&b, "Each measure and its baseline run interleaved, %d rounds each of `testing.Benchmark`; the median round of each is shown (ns/op). Calaf's side includes the render — resolve, coerce, the ETSI mapping (manifests read, VDUs bound, replicas set) — which the raw compile does not do.\n\n", *rounds)
 	b.WriteString("| measure | Calaf | same-run baseline | ratio |\n|---|---:|---:|---:|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s: %s | %.2f× |\n", r.what, r.calaf.Round(10*time.Microsecond), r.baseline, r.base.Round(10*time.Microsecond), float64(r.calaf)/float64(r.base))
