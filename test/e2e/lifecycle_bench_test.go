@@ -190,7 +190,11 @@ func lifecycleMarkdown(samples []sample, baseline sample) string {
 	for _, s := range samples {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f× |\n", s.name, ms(s.median()), ms(s.min()), ms(s.max()), float64(s.median())/float64(baseline.median()))
 	}
-	fmt.Fprintf(&b, "\nFrom the request to the new replica Ready, a SCALE occurrence costs %.2f× `kubectl scale` of the same workload (%s more); most of both is the pod starting.\n",
-		float64(samples[1].median())/float64(baseline.median()), ms(samples[1].median()-baseline.median()))
+	diff, word := samples[1].median()-baseline.median(), "more"
+	if diff < 0 {
+		diff, word = -diff, "less: the difference is within the pod start's spread"
+	}
+	fmt.Fprintf(&b, "\nFrom the request to the new replica Ready, a SCALE occurrence costs %.2f× `kubectl scale` of the same workload (%s %s); most of both is the pod starting.\n",
+		float64(samples[1].median())/float64(baseline.median()), ms(diff), word)
 	return b.String()
 }
