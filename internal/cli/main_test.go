@@ -1,0 +1,17 @@
+package cli
+
+import (
+	"os"
+	"testing"
+
+	"calaf.io/calaf/worker"
+)
+
+// TestMain lets the test binary serve as the worker of the commands under test: the
+// worker pool starts this executable as a worker, as calaf starts itself.
+func TestMain(m *testing.M) {
+	if code, isWorker := worker.Main(os.Args); isWorker {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
