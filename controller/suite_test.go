@@ -29,6 +29,7 @@ import (
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/worker"
 )
 
 // env is the test environment: a real kube-apiserver and etcd, and the operator running
@@ -75,6 +76,9 @@ func reconcileCount() float64 {
 }
 
 func TestMain(m *testing.M) {
+	if code, isWorker := worker.Main(os.Args); isWorker {
+		os.Exit(code) // the operator's worker processes are this binary too
+	}
 	os.Exit(run(m))
 }
 

@@ -42,6 +42,8 @@ type Options struct {
 	OnEnd func(op string, ending Ending)
 	// OnExit, when set, is told what each worker process used, once it has exited.
 	OnExit func(Usage)
+	// OnStart, when set, is told of every worker process started.
+	OnStart func()
 }
 
 // Usage is what a worker process used in its life.

@@ -74,6 +74,9 @@ func (p *Pool) startProcess(ctx context.Context) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start a worker (%s): %w", p.opts.Command[0], err)
 	}
+	if p.opts.OnStart != nil {
+		p.opts.OnStart()
+	}
 	pr.pipe, pr.stdin, pr.stdout = stdin, bufio.NewWriterSize(stdin, 64<<10), bufio.NewReaderSize(stdout, 64<<10)
 	go func() {
 		_ = cmd.Wait()

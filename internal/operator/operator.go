@@ -41,6 +41,7 @@ import (
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/source/webhook"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/worker"
 )
 
 // Options configure the operator.
@@ -84,6 +85,10 @@ type Options struct {
 	// an API server restart); after a longer outage it makes a new manager in-process
 	// (see Run) and takes the lease back at once with the same identity.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Workers run the package work — compiles and renders — in worker processes with
+	// limits (package worker); InProcess runs it in the operator's own process instead.
+	Workers   worker.Options
+	InProcess bool
 	// RestartAfter is the API outage after which the manager is made anew once the API
 	// answers (fresh watches, no backed-off retries); shorter outages only ask for every
 	// Service to be reconciled.
@@ -106,6 +111,7 @@ func DefaultOptions() Options {
 		RenewDeadline:     40 * time.Second,
 		RetryPeriod:       5 * time.Second,
 		RestartAfter:      30 * time.Second,
+		Workers:           worker.DefaultOptions(),
 	}
 }
 
@@ -162,6 +168,9 @@ func newStages(config *rest.Config, opts Options, registry prometheus.Registerer
 	renderer := render.NewRenderer(opts.RenderCacheSize)
 	renderer.Log = log.WithName("render")
 	renderer.OnRender = m.ObserveRender
+	if err := isolate(compiler, renderer, opts, registry, log); err != nil {
+		return nil, err
+	}
 	hostname, _ := os.Hostname()
 	return &stages{
 		metrics: m, orchestrationMetrics: orchestration.NewMetrics(registry),
