@@ -132,6 +132,12 @@ func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 	if len(result.Objects) == 0 && len(result.Nodes) > 0 {
 		result.Warnings = append(result.Warnings, noObjects(compiledEntry(compiled), result.Nodes))
 	}
+	if err := ValidateObjects(compiledEntry(compiled), result.Nodes); err != nil {
+		return nil, err
+	}
+	if err := ValidateOutputs(compiledEntry(compiled), result.Outputs); err != nil {
+		return nil, err
+	}
 	return result, nil
 }
 

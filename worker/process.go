@@ -80,10 +80,10 @@ func (p *Pool) startProcess(ctx context.Context) (*process, error) {
 	pr.pipe, pr.stdin, pr.stdout = stdin, bufio.NewWriterSize(stdin, 64<<10), bufio.NewReaderSize(stdout, 64<<10)
 	go func() {
 		_ = cmd.Wait()
-		close(pr.done)
 		if p.opts.OnExit != nil {
 			p.opts.OnExit(usageOf(cmd.ProcessState))
 		}
+		close(pr.done)
 	}()
 	if err := pr.greet(ctx); err != nil {
 		pr.kill()

@@ -78,6 +78,17 @@ func (p *Pool) Render(ctx context.Context, compiled *tosca.Compiled, opts render
 	if result.Objects == nil {
 		result.Objects = []*unstructured.Unstructured{}
 	}
+	// The worker ran the package's code: what it answers is checked again here.
+	entry := compiled.Package.Entry
+	if vnfd := compiled.VNFD(); vnfd != nil {
+		entry = vnfd.FlavourFile
+	}
+	if err := render.ValidateObjects(entry, result.Nodes); err != nil {
+		return nil, err
+	}
+	if err := render.ValidateOutputs(entry, result.Outputs); err != nil {
+		return nil, err
+	}
 	return result, nil
 }
 

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+	cloutpkg "github.com/tliron/puccini/clout"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"calaf.io/calaf/render"
@@ -19,7 +22,10 @@ import (
 // and calaf says why.
 type isolation struct {
 	memory resource.Quantity
-	pool   *worker.Pool
+	// inProcess does the work in calaf's own process (a hidden flag, for measuring what
+	// the worker costs).
+	inProcess bool
+	pool      *worker.Pool
 }
 
 // statsEnv names a file that receives one JSON line per worker that exited: its peak
@@ -29,6 +35,8 @@ const statsEnv = "CALAF_WORKER_STATS"
 func (i *isolation) register(cmd *cobra.Command) {
 	i.memory = *resource.NewQuantity(worker.DefaultLimits().Memory, resource.BinarySI)
 	cmd.Flags().Var(quantityFlag{&i.memory}, "worker-memory", "memory limit of the process that compiles and renders the package")
+	cmd.Flags().BoolVar(&i.inProcess, "in-process", false, "compile and render in this process, without a worker and its limits")
+	_ = cmd.Flags().MarkHidden("in-process")
 }
 
 // start starts the pool of one worker.
@@ -52,6 +60,9 @@ func (i *isolation) start() (*worker.Pool, error) {
 
 // compiler returns a compiler whose compiles run in the worker.
 func (i *isolation) compiler() (*tosca.Compiler, error) {
+	if i.inProcess {
+		return tosca.NewCompiler(1), nil
+	}
 	pool, err := i.start()
 	if err != nil {
 		return nil, err
@@ -63,6 +74,9 @@ func (i *isolation) compiler() (*tosca.Compiler, error) {
 
 // renderer returns a renderer whose renders run in the worker.
 func (i *isolation) renderer() (*render.Renderer, error) {
+	if i.inProcess {
+		return render.NewRenderer(1), nil
+	}
 	pool, err := i.start()
 	if err != nil {
 		return nil, err
@@ -70,6 +84,18 @@ func (i *isolation) renderer() (*render.Renderer, error) {
 	renderer := render.NewRenderer(1)
 	renderer.Run = pool.Render
 	return renderer, nil
+}
+
+// evaluate resolves requirements and, with coerce, evaluates functions, in the worker.
+func (i *isolation) evaluate(ctx context.Context, compiled *tosca.Compiled, timeout time.Duration, coerce bool) (*cloutpkg.Clout, error) {
+	if i.inProcess {
+		return render.Evaluate(ctx, compiled, timeout, coerce)
+	}
+	pool, err := i.start()
+	if err != nil {
+		return nil, err
+	}
+	return pool.Evaluate(ctx, compiled, timeout, coerce)
 }
 
 // close stops the worker.

@@ -217,7 +217,7 @@ func newCompileCommand() *cobra.Command {
 			cmd.Flags().BoolVar(&coerce, "coerce", false, "evaluate functions and replace values by their results")
 		},
 		run: func(ctx context.Context, cmd *cobra.Command, f *packageFlags, c *compiled, _ *render.Result) error {
-			clout, err := f.isolation.pool.Evaluate(ctx, c.compiled, f.timeout, coerce)
+			clout, err := f.isolation.evaluate(ctx, c.compiled, f.timeout, coerce)
 			if err != nil {
 				return err
 			}
