@@ -28,6 +28,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/text"
+	renderpolicy "calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
 	sourcepkg "calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
@@ -49,6 +50,9 @@ type ServiceReconciler struct {
 	// Triggers are requests for an immediate reconcile (NewTriggers when nil).
 	Triggers *Triggers
 	Metrics  *Metrics
+	// Policy is the render policy every render passes before anything of it reaches the
+	// API server; nil is the default policy.
+	Policy *renderpolicy.Policy
 	// ScriptTimeout bounds the scriptlets of one render.
 	ScriptTimeout time.Duration
 	// ProgressInterval is how often a Service whose objects are not healthy yet is checked

@@ -187,6 +187,9 @@ func (r *ServiceReconciler) reconcileRender(ctx context.Context, s *scope) error
 	if err != nil {
 		return r.invalid(s, v1alpha1.ConditionApplied, err)
 	}
+	if err := r.admit(s, result); err != nil {
+		return err
+	}
 	s.Result = result
 	s.nodes = map[string]*v1alpha1.NodeStatus{}
 	for _, old := range s.Service.Status.Nodes {

@@ -38,6 +38,8 @@ var env struct {
 	client  client.WithWatch
 	writes  sync.Map     // namespace → *atomic.Int64: mutating requests the operator sent there
 	compile atomic.Int64 // compiles run by the operator
+	// resources counts every request the operator sent, by resource (requestedResource).
+	resources sync.Map
 }
 
 // writesIn returns how many mutating requests the operator sent for objects of a namespace.
@@ -98,6 +100,8 @@ func run(m *testing.M) int {
 	operatorConfig := rest.CopyConfig(config)
 	operatorConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			counter, _ := env.resources.LoadOrStore(requestedResource(req.URL.Path), &atomic.Int64{})
+			counter.(*atomic.Int64).Add(1)
 			switch req.Method {
 			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 				counter, _ := env.writes.LoadOrStore(namespaceOf(req.URL.Path), &atomic.Int64{})

@@ -25,6 +25,9 @@ const (
 	ReasonInvalidPackage       = "InvalidPackage"
 	ReasonInvalidInputs        = "InvalidInputs"
 	ReasonRenderFailed         = "RenderFailed"
+	// ReasonPolicyViolation: the render policy the cluster admin set refuses an object the
+	// package renders; nothing of that render was sent to the API server.
+	ReasonPolicyViolation = "PolicyViolation"
 	ReasonApplyFailed          = "ApplyFailed"
 	ReasonPruneFailed          = "PruneFailed"
 	ReasonHealthCheckFailed    = "HealthCheckFailed"

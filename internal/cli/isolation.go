@@ -46,7 +46,9 @@ func (i *isolation) start() (*worker.Pool, error) {
 	}
 	opts := worker.DefaultOptions()
 	opts.Size = 1
-	opts.Limits.Memory = i.memory.Value()
+	if !i.memory.IsZero() {
+		opts.Limits.Memory = i.memory.Value()
+	}
 	if path := os.Getenv(statsEnv); path != "" {
 		opts.OnExit = func(u worker.Usage) { appendStats(path, u) }
 	}

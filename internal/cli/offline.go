@@ -32,6 +32,8 @@ type packageFlags struct {
 	anchors string
 	// isolation runs the package work in a worker process.
 	isolation isolation
+	// policy is the render policy the render must pass.
+	policy renderPolicy
 }
 
 func (f *packageFlags) register(cmd *cobra.Command, outputs string, defaultOutput string) {
@@ -41,6 +43,7 @@ func (f *packageFlags) register(cmd *cobra.Command, outputs string, defaultOutpu
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace the package is rendered for")
 	cmd.Flags().DurationVar(&f.timeout, "script-timeout", tosca.DefaultScriptTimeout, "deadline of the package's scriptlets")
 	f.isolation.register(cmd)
+	f.policy.register(cmd)
 	if outputs != "" {
 		cmd.Flags().StringVarP(&f.output, "output", "o", defaultOutput, "output format: "+outputs)
 	}
@@ -100,6 +103,9 @@ func (f *packageFlags) render(ctx context.Context, c *compiled, w io.Writer) (*r
 	}
 	result, err := renderer.Render(ctx, c.compiled, render.Options{Service: f.service, Namespace: f.namespace, Timeout: f.timeout, Instantiate: c.request})
 	if err != nil {
+		return nil, err
+	}
+	if err := f.policy.check(c.compiled, f.namespace, result); err != nil {
 		return nil, err
 	}
 	writeWarnings(w, result.Warnings)

@@ -5,11 +5,26 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/policy"
 )
 
 // registerIsolationFlags adds the flags of the operator's worker processes, where
-// packages are compiled and rendered.
+// packages are compiled and rendered, and of its render policy (read before the operator
+// starts).
 func registerIsolationFlags(cmd *cobra.Command, opts *operator.Options) {
+	var policyFile string
+	cmd.Flags().StringVar(&policyFile, "render-policy", "", "render policy file (kind RenderPolicy): the kinds packages may render, cluster-scoped objects, pod exceptions by namespace (default: the built-in policy)")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if policyFile == "" {
+			return nil
+		}
+		p, err := policy.Load(policyFile)
+		if err != nil {
+			return usageError{err}
+		}
+		opts.RenderPolicy = p
+		return nil
+	}
 	w := &opts.Workers
 	cmd.Flags().IntVar(&w.Size, "workers", w.Size, "worker processes compiling and rendering packages at once")
 	cmd.Flags().Var(bytesFlag{&w.Limits.Memory}, "worker-memory", "memory limit of each worker process, e.g. 512Mi")

@@ -37,6 +37,7 @@ import (
 	"calaf.io/calaf/controller"
 	"calaf.io/calaf/lifecycle"
 	"calaf.io/calaf/orchestration"
+	"calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/source/webhook"
@@ -89,6 +90,9 @@ type Options struct {
 	// limits (package worker); InProcess runs it in the operator's own process instead.
 	Workers   worker.Options
 	InProcess bool
+	// RenderPolicy is what the cluster admin lets packages render (package policy); nil
+	// is the default policy.
+	RenderPolicy *policy.Policy
 	// RestartAfter is the API outage after which the manager is made anew once the API
 	// answers (fresh watches, no backed-off retries); shorter outages only ask for every
 	// Service to be reconciled.
@@ -198,6 +202,7 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		Metrics:          st.metrics,
 		ScriptTimeout:    opts.ScriptTimeout,
 		ProgressInterval: opts.ProgressInterval,
+		Policy:           opts.RenderPolicy,
 	}
 	var orchestrator *orchestration.Orchestrator
 	if opts.Orchestration {
