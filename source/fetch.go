@@ -71,6 +71,9 @@ type Fetcher struct {
 	Store *Store
 	// Reader reads Secrets and ConfigMaps (uncached: the operator caches only its own objects).
 	Reader client.Reader
+	// ReaderFor, when set, gives the reader of a Service's Secrets and ConfigMaps instead:
+	// one acting as the identity the Service acts with.
+	ReaderFor ReaderFunc
 	// MaxArchiveBytes bounds a download.
 	MaxArchiveBytes int64
 	// Timeout bounds one download.
@@ -85,6 +88,26 @@ type Fetcher struct {
 	flight singleflight.Group
 	lock   sync.Mutex
 	etags  map[string]etagEntry
+}
+
+// ReaderFunc returns the reader that reads the Secrets and ConfigMaps a Service names
+// (uploads, credentials, trust anchors) as the identity the Service acts with.
+type ReaderFunc func(svc *v1alpha1.Service) (client.Reader, error)
+
+// readerOf returns the reader of a Service's Secrets and ConfigMaps: fn's, else (fn
+// unset or answering nil) fallback.
+func readerOf(fn ReaderFunc, fallback client.Reader, svc *v1alpha1.Service) (client.Reader, error) {
+	if fn == nil {
+		return fallback, nil
+	}
+	reader, err := fn(svc)
+	if err != nil {
+		return nil, transient(v1alpha1.ReasonFetchFailed, "acting as the Service's identity: %v", err)
+	}
+	if reader == nil {
+		return fallback, nil
+	}
+	return reader, nil
 }
 
 // GitFetcher fetches packages from git repositories.
@@ -146,10 +169,14 @@ func (f *Fetcher) fetchUpload(ctx context.Context, svc *v1alpha1.Service) (*Arti
 	if pkg, ok := f.Store.Get(upload.SHA256); ok {
 		return &Artifact{Package: pkg, Revision: revision}, nil
 	}
+	reader, err := readerOf(f.ReaderFor, f.Reader, svc)
+	if err != nil {
+		return nil, err
+	}
 	value, err, _ := f.flight.Do("upload/"+upload.SHA256, func() (any, error) {
 		var cm corev1.ConfigMap
 		key := types.NamespacedName{Namespace: svc.Namespace, Name: upload.ConfigMapName}
-		if err := f.Reader.Get(ctx, key, &cm); err != nil {
+		if err := reader.Get(ctx, key, &cm); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, transient(v1alpha1.ReasonFetchFailed, "uploaded package ConfigMap %q not found", upload.ConfigMapName)
 			}
@@ -300,7 +327,11 @@ func (f *Fetcher) httpClient(ctx context.Context, svc *v1alpha1.Service) (*http.
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	ref := svc.Spec.Source.SecretRef
 	if ref != nil {
-		data, err := readSecret(ctx, f.Reader, svc.Namespace, ref.Name)
+		reader, err := readerOf(f.ReaderFor, f.Reader, svc)
+		if err != nil {
+			return nil, nil, err
+		}
+		data, err := readSecret(ctx, reader, svc.Namespace, ref.Name)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -41,6 +41,9 @@ func newOperatorCommand() *cobra.Command {
 			config.QPS, config.Burst = qps, burst
 			operator.SetMemoryLimit(memoryLimit.Value())
 			opts.WebhookToken = webhookToken(webhookTokenFile)
+			if err := checkTenancyFlags(&opts); err != nil {
+				return err
+			}
 			if opts.Verify, err = verify.defaults(); err != nil {
 				return usageError{err}
 			}
@@ -76,6 +79,7 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().StringVar(&verify.anchors, "verify-anchors", "", "PEM bundle of trust anchors every Service trusts (read at start)")
 	cmd.Flags().BoolVar(&verify.serviceAnchors, "verify-service-anchors", true, "also trust the anchors a Service names in spec.verify.anchors")
 	registerIsolationFlags(cmd, &opts)
+	registerTenancyFlags(cmd, &opts)
 	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
 	zapOptions.BindFlags(logFlags)
 	cmd.Flags().AddGoFlagSet(logFlags)

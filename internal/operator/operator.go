@@ -27,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -93,6 +94,12 @@ type Options struct {
 	// RenderPolicy is what the cluster admin lets packages render (package policy); nil
 	// is the default policy.
 	RenderPolicy *policy.Policy
+	// DefaultServiceAccount is lockdown mode (docs/security.md): every Service without
+	// spec.serviceAccountName acts as this service account of its own namespace.
+	DefaultServiceAccount string
+	// StateNamespace keeps the Services' compiled state in the operator's namespace
+	// (lockdown mode; default there: LeaderElectionNamespace).
+	StateNamespace string
 	// RestartAfter is the API outage after which the manager is made anew once the API
 	// answers (fresh watches, no backed-off retries); shorter outages only ask for every
 	// Service to be reconciled.
@@ -147,6 +154,7 @@ func NewManager(config *rest.Config, opts Options, log logr.Logger) (ctrl.Manage
 // metrics (registered once) and its leader election identity.
 type stages struct {
 	metrics              *controller.Metrics
+	identities           *controller.Identities
 	orchestrationMetrics *orchestration.Metrics
 	fetcher              *source.Fetcher
 	compiler             *tosca.Compiler
@@ -160,7 +168,11 @@ func newStages(config *rest.Config, opts Options, registry prometheus.Registerer
 	if err != nil {
 		return nil, err
 	}
-	fetcher, err := newFetcher(reader, opts)
+	identities, err := newIdentities(config)
+	if err != nil {
+		return nil, err
+	}
+	fetcher, err := newFetcher(reader, identities.SourceReader(opts.DefaultServiceAccount), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +189,7 @@ func newStages(config *rest.Config, opts Options, registry prometheus.Registerer
 	}
 	hostname, _ := os.Hostname()
 	return &stages{
-		metrics: m, orchestrationMetrics: orchestration.NewMetrics(registry),
+		metrics: m, identities: identities, orchestrationMetrics: orchestration.NewMetrics(registry),
 		fetcher: fetcher, compiler: compiler, renderer: renderer,
 		identity: hostname + "_" + string(uuid.NewUUID()),
 	}, nil
@@ -203,6 +215,13 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		ScriptTimeout:    opts.ScriptTimeout,
 		ProgressInterval: opts.ProgressInterval,
 		Policy:           opts.RenderPolicy,
+		Identities:       st.identities,
+	}
+	if opts.DefaultServiceAccount != "" {
+		reconciler.DefaultServiceAccount, reconciler.StateNamespace = opts.DefaultServiceAccount, opts.StateNamespace
+		if reconciler.StateNamespace == "" {
+			reconciler.StateNamespace = opts.LeaderElectionNamespace
+		}
 	}
 	var orchestrator *orchestration.Orchestrator
 	if opts.Orchestration {
@@ -283,17 +302,32 @@ func newManager(config *rest.Config, opts Options, identity string) (ctrl.Manage
 	return mgr, nil
 }
 
+// newIdentities makes the clients of impersonated service accounts, sharing one HTTP
+// client and REST mapper for the process's life.
+func newIdentities(config *rest.Config) (*controller.Identities, error) {
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(config, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return controller.NewIdentities(config, httpClient, NewScheme(), mapper, 0), nil
+}
+
 // newFetcher makes the package fetcher of every source kind, on the local package store;
-// reader reads Secrets and ConfigMaps straight from the API server.
-func newFetcher(reader client.Reader, opts Options) (*source.Fetcher, error) {
+// reader reads Secrets and ConfigMaps straight from the API server, or readerFor's reader
+// of the Service when it gives one (the identity the Service acts with).
+func newFetcher(reader client.Reader, readerFor source.ReaderFunc, opts Options) (*source.Fetcher, error) {
 	limits := tosca.DefaultLimits()
 	store, err := source.NewStore(opts.PackageCacheDir, opts.PackageCacheBytes, limits)
 	if err != nil {
 		return nil, fmt.Errorf("package cache: %w", err)
 	}
-	fetcher := &source.Fetcher{Store: store, Reader: reader, MaxArchiveBytes: limits.MaxTotalBytes, Verify: opts.Verify}
-	fetcher.Git = &source.Git{Store: store, Reader: reader}
-	fetcher.OCI = &source.OCI{Store: store, Reader: reader, MaxArchiveBytes: limits.MaxTotalBytes}
+	fetcher := &source.Fetcher{Store: store, Reader: reader, ReaderFor: readerFor, MaxArchiveBytes: limits.MaxTotalBytes, Verify: opts.Verify}
+	fetcher.Git = &source.Git{Store: store, Reader: reader, ReaderFor: readerFor}
+	fetcher.OCI = &source.OCI{Store: store, Reader: reader, ReaderFor: readerFor, MaxArchiveBytes: limits.MaxTotalBytes}
 	if opts.Configure != nil {
 		if err := opts.Configure(fetcher); err != nil {
 			return nil, err
