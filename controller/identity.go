@@ -111,7 +111,7 @@ func (ids *Identities) SourceReader(defaultAccount string) sourcepkg.ReaderFunc 
 }
 
 // accessFor returns how a Service's objects are read and written: as its service account
-// when it has one (see accountOf), else as the operator.
+// when it has one (see AccountOf), else as the operator.
 func (r *ServiceReconciler) accessFor(svc *v1alpha1.Service) (*access, error) {
 	account := AccountOf(svc, r.DefaultServiceAccount)
 	if account == "" {
