@@ -59,8 +59,18 @@ func deploymentWith(name, extra, container string) string {
 // operator is what is under test) and without waiting; extra are more deploy flags.
 func deployUnchecked(t *testing.T, kubeconfig, ns, name, pkg string, extra ...string) {
 	t.Helper()
+	deployFiles(t, kubeconfig, ns, name, map[string]string{"service.yaml": pkg}, extra...)
+}
+
+// deployFiles is deployUnchecked of a package of several files.
+func deployFiles(t *testing.T, kubeconfig, ns, name string, files map[string]string, extra ...string) {
+	t.Helper()
 	dir := t.TempDir()
-	NewWithT(t).Expect(os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(pkg), 0o644)).To(Succeed())
+	for file, content := range files {
+		path := filepath.Join(dir, file)
+		NewWithT(t).Expect(os.MkdirAll(filepath.Dir(path), 0o755)).To(Succeed())
+		NewWithT(t).Expect(os.WriteFile(path, []byte(content), 0o644)).To(Succeed())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	args := append([]string{"deploy", name, dir, "-n", ns, "--skip-validation"}, extra...)

@@ -27,6 +27,31 @@ import (
 // gets deploy/rbac/lockdown as shipped.
 const lockdownAccount = "calaf-lockdown"
 
+// configuredPackage is a Deployment whose configure operation (a JavaScript artifact the
+// operator streams into its pod over exec) sets an attribute.
+const configuredPackage = `tosca_definitions_version: tosca_simple_yaml_1_3
+imports:
+- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
+topology_template:
+  node_templates:
+    app:
+      type: calaf.nodes.Deployment
+      properties:
+        image: busybox:1.36
+        command: [ sh, -c, 'exec sleep 1000000' ]
+      artifacts:
+        configure:
+          type: calaf.artifacts.JavaScript
+          file: Artifacts/configure.js
+      interfaces:
+        Standard:
+          operations:
+            configure:
+              implementation: configure
+              inputs:
+                who: tenant
+`
+
 // lockdown is an operator in lockdown mode, run instead of the suite's.
 type lockdown struct {
 	operator   *framework.Operator
@@ -60,8 +85,8 @@ func startLockdown(t *testing.T, c *framework.Cluster) *lockdown {
 }
 
 // tenantNamespace makes a namespace with the accounts a tenant gives its Services:
-// calaf-tenant (the default) may run Deployments with ConfigMaps and read the Secret
-// "visible" only; deployer may manage Roles and RoleBindings, and the operator may act as
+// calaf-tenant (the default) may run Deployments with ConfigMaps and Services, exec in
+// their pods, and read the Secret "visible" only; deployer may manage Roles and RoleBindings, and the operator may act as
 // it in this namespace only (a RoleBinding of the admin). The Secret "hidden" holds a
 // password.
 func tenantNamespace(t *testing.T, c *framework.Cluster) string {
@@ -77,7 +102,10 @@ func tenantNamespace(t *testing.T, c *framework.Cluster) string {
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calaf-tenant"}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
+			{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: all},
 			{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create", "get"}},
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"visible"}, Verbs: []string{"get"}},
 		}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"}, Rules: []rbacv1.PolicyRule{
@@ -108,7 +136,8 @@ func tenantNamespace(t *testing.T, c *framework.Cluster) string {
 
 // In lockdown mode every Service acts as a service account of its namespace, whatever the
 // operator itself may do: a Deployment mounting the Secret its account may read becomes
-// Ready (apply, health and pods read as calaf-tenant); one mounting a Secret it may not
+// Ready (apply, health and pods read as calaf-tenant), and so does one whose configure
+// operation runs in its pod (exec as calaf-tenant) and sets an attribute; one mounting a Secret it may not
 // read is refused with AccessDenied before anything is applied, and the password reaches
 // no status; a privileged or host-network pod is refused by the render policy although
 // the account may create Deployments; a Service naming deployer, which may create
@@ -136,10 +165,16 @@ func TestLockdown(t *testing.T) {
           subjects: [ { kind: 'ServiceAccount', name: 'calaf-tenant', namespace: ctx.service.namespace } ] } ]`),
 		"--service-account", "deployer")
 	deployUnchecked(t, suite.kubeconfig, ns, "intruder", renderPackage(`[]`), "--service-account", "intruder")
+	deployFiles(t, suite.kubeconfig, ns, "configured", map[string]string{"service.yaml": configuredPackage,
+		"Artifacts/configure.js": "calaf.setAttribute('configured', 'as ' + calaf.inputs.who);\n"})
 
 	waitReady(t, ns, "visible", 2*time.Minute)
+	svc := waitReady(t, ns, "configured", 3*time.Minute)
+	g.Expect(svc.Status.Nodes).To(HaveLen(1))
+	g.Expect(svc.Status.Nodes[0].Attributes).To(HaveKey("configured"))
+	g.Expect(string(svc.Status.Nodes[0].Attributes["configured"].Raw)).To(Equal(`"as tenant"`))
 
-	svc := waitFailed(t, ns, "leak", v1alpha1.ReasonAccessDenied, func() string { return l.operator.Tail(30) })
+	svc = waitFailed(t, ns, "leak", v1alpha1.ReasonAccessDenied, func() string { return l.operator.Tail(30) })
 	g.Expect(readyMessage(svc)).To(Equal(`Deployment/leak spec.template.spec.volumes[0].secret uses Secret "hidden", which service account calaf-tenant may not get`))
 	g.Expect(isStalled(svc)).To(BeTrue())
 	g.Expect(statusJSON(svc)).NotTo(ContainSubstring("hunter2"))
