@@ -141,8 +141,9 @@ func tenantNamespace(t *testing.T, c *framework.Cluster) string {
 // read is refused with AccessDenied before anything is applied, and the password reaches
 // no status; a privileged or host-network pod is refused by the render policy although
 // the account may create Deployments; a Service naming deployer, which may create
-// RoleBindings, creates one (the operator itself may not even read them); a Service
-// naming an account the operator may not act as fails saying so.
+// RoleBindings, creates one (the operator itself may not even read them), but not one
+// binding an account of another namespace; a Service naming an account the operator may
+// not act as fails saying so.
 func TestLockdown(t *testing.T) {
 	g := NewWithT(t)
 	c := framework.Connect(t)
@@ -165,6 +166,11 @@ func TestLockdown(t *testing.T) {
           subjects: [ { kind: 'ServiceAccount', name: 'calaf-tenant', namespace: ctx.service.namespace } ] } ]`),
 		"--service-account", "deployer")
 	deployUnchecked(t, suite.kubeconfig, ns, "intruder", renderPackage(`[]`), "--service-account", "intruder")
+	deployUnchecked(t, suite.kubeconfig, ns, "outsider", renderPackage(`[
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'outsider' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'config-reader' },
+          subjects: [ { kind: 'ServiceAccount', name: 'default', namespace: 'kube-system' } ] } ]`),
+		"--service-account", "deployer")
 	deployFiles(t, suite.kubeconfig, ns, "configured", map[string]string{"service.yaml": configuredPackage,
 		"Artifacts/configure.js": "calaf.setAttribute('configured', 'as ' + calaf.inputs.who);\n"})
 
@@ -192,6 +198,11 @@ func TestLockdown(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(binding.Labels).To(HaveKeyWithValue(v1alpha1.LabelService, "binder"))
 	g.Expect(operatorMay(t, c, ns, "get", "rolebindings")).To(BeFalse(), "the lockdown operator itself may not read RoleBindings")
+
+	svc = waitFailed(t, ns, "outsider", v1alpha1.ReasonAccessDenied, func() string { return l.operator.Tail(30) })
+	g.Expect(readyMessage(svc)).To(Equal(`RoleBinding/outsider subjects[0].namespace ("kube-system") names another namespace: cross-namespace references are refused in lockdown mode`))
+	_, err = c.Clientset.RbacV1().RoleBindings(ns).Get(ctx, "outsider", metav1.GetOptions{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "RoleBinding outsider: %v", err)
 
 	svc = waitFailed(t, ns, "intruder", v1alpha1.ReasonFetchFailed, func() string { return l.operator.Tail(30) })
 	g.Expect(readyMessage(svc)).To(ContainSubstring(`cannot impersonate resource "serviceaccounts"`))
