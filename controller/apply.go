@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/render"
 )
 
@@ -143,7 +142,7 @@ type applyResult struct {
 // applied with one server-side apply request each; cluster-scoped ones, CRDs and forced
 // recreations go through fluxcd/pkg/ssa's staged apply (CRDs and namespaces first).
 // recorded holds the inventory's fingerprint tokens by object ID.
-func (r *ServiceReconciler) applyObjects(ctx context.Context, writer client.Client, manager *ssa.ResourceManager, svcKey string, recorded map[string]string, objects []*unstructured.Unstructured, force bool) (*applyResult, error) {
+func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svcKey string, recorded map[string]string, objects []*unstructured.Unstructured, force bool) (*applyResult, error) {
 	result := &applyResult{applied: map[string]*unstructured.Unstructured{}}
 	var staged []*unstructured.Unstructured
 	hashes := map[string]string{}
@@ -152,7 +151,7 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, writer client.Clie
 		id := render.ObjectID(obj)
 		desired := desiredHash(obj)
 		hashes[id] = desired
-		live, err := r.getLive(ctx, obj)
+		live, err := r.getLive(ctx, a.cached, obj)
 		if err != nil {
 			return result, err
 		}
@@ -169,7 +168,7 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, writer client.Clie
 			continue
 		}
 		applied := obj.DeepCopy()
-		if err := writer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(fieldManager)); err != nil {
+		if err := a.writer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(fieldManager)); err != nil {
 			return result, fmt.Errorf("%s/%s apply failed: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		result.applied[obj.GetKind()+"/"+obj.GetName()] = applied
@@ -190,7 +189,7 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, writer client.Clie
 	}
 	opts := ssa.DefaultApplyOptions()
 	opts.Force = force
-	changeSet, err := manager.ApplyAllStaged(ctx, staged, opts)
+	changeSet, err := a.manager.ApplyAllStaged(ctx, staged, opts)
 	if changeSet != nil {
 		for _, entry := range changeSet.Entries {
 			id := fmt.Sprintf("%s_%s_%s_%s", entry.ObjMetadata.Namespace, entry.ObjMetadata.Name, entry.ObjMetadata.GroupKind.Group, entry.ObjMetadata.GroupKind.Kind)
@@ -222,12 +221,12 @@ func isStagedKind(obj *unstructured.Unstructured) bool {
 	return false
 }
 
-// getLive reads an object as it is in the cluster (from the cache for watched kinds);
-// nil when it does not exist.
-func (r *ServiceReconciler) getLive(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// getLive reads an object as it is in the cluster with reader (the operator's cache for
+// watched kinds, or a Service's identity); nil when it does not exist.
+func (r *ServiceReconciler) getLive(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	gvk := obj.GroupVersionKind()
 	live := r.cachedObject(gvk)
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live)
+	err := reader.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -270,14 +269,4 @@ func isWatchedKind(gvk schema.GroupVersionKind) bool {
 		}
 	}
 	return false
-}
-
-// managerFor returns the writer and the server-side apply manager acting for a Service:
-// the operator itself, or the Service's service account when it names one.
-func (r *ServiceReconciler) managerFor(svc *v1alpha1.Service) (client.Client, *ssa.ResourceManager, error) {
-	writer, err := r.writerFor(svc)
-	if err != nil {
-		return nil, nil, err
-	}
-	return writer, ssa.NewResourceManager(writer, r.poller, ssa.Owner{Field: fieldManager, Group: "calaf.io"}), nil
 }

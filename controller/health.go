@@ -42,7 +42,7 @@ func isStalling(reason string) bool {
 var workloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true, "Job": true}
 
 // check adds an object's health: current, failed, or not yet and why.
-func (r *ServiceReconciler) check(ctx context.Context, h *health, svc *v1alpha1.Service, node *render.Node, ref string, obj *unstructured.Unstructured) {
+func (r *ServiceReconciler) check(ctx context.Context, a *access, h *health, svc *v1alpha1.Service, node *render.Node, ref string, obj *unstructured.Unstructured) {
 	result, err := status.Compute(obj)
 	switch {
 	case err != nil:
@@ -55,7 +55,7 @@ func (r *ServiceReconciler) check(ctx context.Context, h *health, svc *v1alpha1.
 		return
 	}
 	if workloadKinds[obj.GetKind()] {
-		if reason, message := r.explain(ctx, svc, node, obj); reason != "" {
+		if reason, message := r.explain(ctx, a, svc, node, obj); reason != "" {
 			h.failed, h.reason = ref+": "+reason+": "+message, reason
 			return
 		}
@@ -72,17 +72,17 @@ func (r *ServiceReconciler) check(ctx context.Context, h *health, svc *v1alpha1.
 // missing service account), or a pod cannot start (its image cannot be pulled, a container
 // crashes over and over, its configuration is missing). It returns "" when nothing says
 // so: the workload is merely progressing.
-func (r *ServiceReconciler) explain(ctx context.Context, svc *v1alpha1.Service, node *render.Node, obj *unstructured.Unstructured) (reason, message string) {
+func (r *ServiceReconciler) explain(ctx context.Context, a *access, svc *v1alpha1.Service, node *render.Node, obj *unstructured.Unstructured) (reason, message string) {
 	if message := replicaFailure(obj); message != "" {
 		return "FailedCreate", message
 	}
 	if kind := obj.GetKind(); kind == "StatefulSet" || kind == "DaemonSet" || kind == "Job" {
-		if message := r.failedCreateEvent(ctx, obj); message != "" {
+		if message := r.failedCreateEvent(ctx, a.direct, obj); message != "" {
 			return "FailedCreate", message
 		}
 	}
 	pods := &corev1.PodList{}
-	err := r.List(ctx, pods, client.InNamespace(svc.Namespace), client.MatchingLabels{
+	err := a.cached.List(ctx, pods, client.InNamespace(svc.Namespace), client.MatchingLabels{
 		v1alpha1.LabelService: svc.Name, v1alpha1.LabelNode: render.LabelValue(node.Name),
 	})
 	if err != nil {
@@ -112,9 +112,9 @@ func replicaFailure(obj *unstructured.Unstructured) string {
 
 // failedCreateEvent returns the latest FailedCreate Event of a workload whose controller
 // reports refused pods only as Events (StatefulSets, DaemonSets, Jobs).
-func (r *ServiceReconciler) failedCreateEvent(ctx context.Context, obj *unstructured.Unstructured) string {
+func (r *ServiceReconciler) failedCreateEvent(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) string {
 	events := &corev1.EventList{}
-	err := r.APIReader.List(ctx, events, client.InNamespace(obj.GetNamespace()),
+	err := reader.List(ctx, events, client.InNamespace(obj.GetNamespace()),
 		client.MatchingFields{"involvedObject.uid": string(obj.GetUID()), "reason": "FailedCreate"})
 	if err != nil {
 		return ""

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
 )
@@ -66,10 +67,10 @@ func (r *redactor) Value(value any) any {
 
 // resolveInputs merges the inputs of a Service: inputsFrom in order, then spec.inputs.
 // Values read from Secrets are registered with the redactor.
-func (r *ServiceReconciler) resolveInputs(ctx context.Context, svc *v1alpha1.Service, redact *redactor) (map[string]any, error) {
+func (r *ServiceReconciler) resolveInputs(ctx context.Context, reader client.Reader, svc *v1alpha1.Service, redact *redactor) (map[string]any, error) {
 	inputs := map[string]any{}
 	for _, ref := range svc.Spec.InputsFrom {
-		data, secret, err := r.readInputsObject(ctx, svc.Namespace, ref)
+		data, secret, err := readInputsObject(ctx, reader, svc.Namespace, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +102,9 @@ func (r *ServiceReconciler) resolveInputs(ctx context.Context, svc *v1alpha1.Ser
 	return inputs, nil
 }
 
-func (r *ServiceReconciler) readInputsObject(ctx context.Context, namespace string, ref v1alpha1.InputsReference) (map[string]string, bool, error) {
+// readInputsObject reads the data of an inputsFrom Secret or ConfigMap with reader (the
+// Service's identity); secret tells whether it is a Secret's.
+func readInputsObject(ctx context.Context, reader client.Reader, namespace string, ref v1alpha1.InputsReference) (map[string]string, bool, error) {
 	key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
 	notFound := func(err error) (map[string]string, bool, error) {
 		if apierrors.IsNotFound(err) {
@@ -115,7 +118,7 @@ func (r *ServiceReconciler) readInputsObject(ctx context.Context, namespace stri
 	switch ref.Kind {
 	case "Secret":
 		var secret corev1.Secret
-		if err := r.APIReader.Get(ctx, key, &secret); err != nil {
+		if err := reader.Get(ctx, key, &secret); err != nil {
 			return notFound(err)
 		}
 		data := make(map[string]string, len(secret.Data))
@@ -125,7 +128,7 @@ func (r *ServiceReconciler) readInputsObject(ctx context.Context, namespace stri
 		return data, true, nil
 	default:
 		var cm corev1.ConfigMap
-		if err := r.APIReader.Get(ctx, key, &cm); err != nil {
+		if err := reader.Get(ctx, key, &cm); err != nil {
 			return notFound(err)
 		}
 		return cm.Data, false, nil

@@ -80,7 +80,7 @@ func ownedBy(obj client.Object, svc *v1alpha1.Service) bool {
 
 // checkOwnership refuses to take over objects that exist without this Service's labels:
 // another tool's or another Service's objects are never adopted or overwritten.
-func (r *ServiceReconciler) checkOwnership(ctx context.Context, svc *v1alpha1.Service, objects []*unstructured.Unstructured) error {
+func (r *ServiceReconciler) checkOwnership(ctx context.Context, reader client.Reader, svc *v1alpha1.Service, objects []*unstructured.Unstructured) error {
 	known := map[string]bool{}
 	for _, entry := range svc.Status.Inventory {
 		known[entry.ID] = true
@@ -89,7 +89,7 @@ func (r *ServiceReconciler) checkOwnership(ctx context.Context, svc *v1alpha1.Se
 		if known[render.ObjectID(obj)] {
 			continue
 		}
-		live, err := r.getLiveUncached(ctx, obj)
+		live, err := getLiveUncached(ctx, reader, obj)
 		if err != nil {
 			return classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, err)
 		}
@@ -105,11 +105,12 @@ func (r *ServiceReconciler) checkOwnership(ctx context.Context, svc *v1alpha1.Se
 	return nil
 }
 
-// getLiveUncached reads an object from the API server; nil when it does not exist.
-func (r *ServiceReconciler) getLiveUncached(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// getLiveUncached reads an object from the API server with reader; nil when it does not
+// exist.
+func getLiveUncached(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live)
+	err := reader.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live)
 	if apierrors.IsNotFound(err) || isNoMatch(err) {
 		return nil, nil
 	}

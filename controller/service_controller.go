@@ -28,6 +28,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/text"
+	renderpolicy "calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
 	sourcepkg "calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
@@ -49,8 +50,23 @@ type ServiceReconciler struct {
 	// Triggers are requests for an immediate reconcile (NewTriggers when nil).
 	Triggers *Triggers
 	Metrics  *Metrics
+	// Policy is the render policy every render passes before anything of it reaches the
+	// API server; nil is the default policy.
+	Policy *renderpolicy.Policy
 	// ScriptTimeout bounds the scriptlets of one render.
 	ScriptTimeout time.Duration
+	// DefaultServiceAccount, when set, is lockdown mode: a Service without
+	// spec.serviceAccountName acts as this service account of its own namespace, so that no
+	// Service acts with the operator's rights; the operator watches none of the Services'
+	// objects (it may not: its own RBAC does not cover them) and checks them on the
+	// progress interval instead, and refuses references to other namespaces.
+	DefaultServiceAccount string
+	// StateNamespace, when set, keeps the Services' compiled state in Secrets of this
+	// namespace (the operator's own) instead of each Service's namespace.
+	StateNamespace string
+	// Identities are the clients of impersonated service accounts (made by
+	// SetupWithManager when nil).
+	Identities *Identities
 	// ProgressInterval is how often a Service whose objects are not healthy yet is checked
 	// besides the events of its objects.
 	ProgressInterval time.Duration
@@ -60,7 +76,6 @@ type ServiceReconciler struct {
 	addWatch     func(schema.GroupVersionKind) error
 	states       stateKeys
 	watched      sync.Map // schema.GroupVersionKind → true
-	impersonated sync.Map // "namespace/sa" → client.Client
 	// teardownWarned holds the Services (by UID) told that their teardown operations
 	// cannot run, so that they are told once.
 	teardownWarned sync.Map
@@ -90,10 +105,19 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 	if r.Triggers == nil {
 		r.Triggers = NewTriggers(1024)
 	}
+	if r.Identities == nil {
+		r.Identities = NewIdentities(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme(), mgr.GetRESTMapper(), 0)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Service{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(r.Triggers.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	if r.lockdown() {
+		// The operator may not watch the Services' objects: they are checked on the
+		// progress interval, and drift is repaired at the Service's interval.
+		_, err := b.Build(r)
+		return err
+	}
 	if r.Orchestrator != nil {
 		// Pods that appear or become ready get the operations they missed.
 		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serviceOfPod), builder.WithPredicates(podReadiness{}))
@@ -111,6 +135,9 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 	}
 	return nil
 }
+
+// lockdown tells whether every Service acts as a service account of its namespace.
+func (r *ServiceReconciler) lockdown() bool { return r.DefaultServiceAccount != "" }
 
 // ownedChanges lets through every change of an owned object that bumps its resource
 // version: deletion, edits, and status progress.

@@ -53,6 +53,9 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 			return ctrl.Result{RequeueAfter: deletePollInterval}, nil
 		}
 	}
+	if err := r.deleteState(ctx, svc); err != nil {
+		return ctrl.Result{}, err
+	}
 	r.fingerprints.forget(string(svc.UID) + "/")
 	r.teardownWarned.Delete(svc.UID)
 	patch := client.MergeFrom(svc.DeepCopy())
@@ -63,14 +66,14 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 // deleteInReverse deletes the objects of the last node (in deployment order) that still
 // has objects, and reports done once no inventory object is left.
 func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.Service) (bool, error) {
-	writer, err := r.writerFor(svc)
+	a, err := r.accessFor(svc)
 	if err != nil {
 		return false, err
 	}
 	var node string
 	var batch []*unstructured.Unstructured
 	for i := len(svc.Status.Inventory) - 1; i >= 0; i-- {
-		live, err := r.ownedLive(ctx, svc, svc.Status.Inventory[i])
+		live, err := ownedLive(ctx, a.direct, svc, svc.Status.Inventory[i])
 		if err != nil {
 			return false, err
 		}
@@ -94,7 +97,7 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 	var deleting []string
 	for _, obj := range batch {
 		if obj.GetDeletionTimestamp() == nil {
-			if err := writer.Delete(ctx, obj, client.PropagationPolicy(propagationFor(obj))); err != nil && !apierrors.IsNotFound(err) {
+			if err := a.writer.Delete(ctx, obj, client.PropagationPolicy(propagationFor(obj))); err != nil && !apierrors.IsNotFound(err) {
 				return false, fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), err)
 			}
 		}
@@ -149,7 +152,7 @@ func (r *ServiceReconciler) teardown(ctx context.Context, svc *v1alpha1.Service,
 // in the common case) for the plans of its teardown operations.
 func (r *ServiceReconciler) teardownScope(ctx context.Context, svc *v1alpha1.Service) (*scope, error) {
 	s := newScope(ctx, svc)
-	for _, run := range []phase{r.reconcileSource, r.reconcileCompile, r.reconcileRender} {
+	for _, run := range []phase{r.reconcileAccess, r.reconcileSource, r.reconcileCompile, r.reconcileRender} {
 		if err := run(ctx, s); err != nil {
 			return nil, err
 		}
@@ -179,33 +182,33 @@ func propagationFor(obj *unstructured.Unstructured) metav1.DeletionPropagation {
 
 // orphan removes Calaf's labels from the inventory objects so nothing manages them anymore.
 func (r *ServiceReconciler) orphan(ctx context.Context, svc *v1alpha1.Service) (bool, error) {
-	writer, err := r.writerFor(svc)
+	a, err := r.accessFor(svc)
 	if err != nil {
 		return false, err
 	}
 	for _, entry := range svc.Status.Inventory {
-		live, err := r.ownedLive(ctx, svc, entry)
+		live, err := ownedLive(ctx, a.direct, svc, entry)
 		if err != nil {
 			return false, err
 		}
 		if live == nil {
 			continue
 		}
-		if err := writer.Patch(ctx, live, unlabel()); err != nil && !apierrors.IsNotFound(err) {
+		if err := a.writer.Patch(ctx, live, unlabel()); err != nil && !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("orphaning %s %s: %w", live.GetKind(), live.GetName(), err)
 		}
 	}
 	return true, nil
 }
 
-// ownedLive reads the live object of an inventory entry from the API server; nil when it
-// is gone, no longer carries this Service's labels, or the entry is malformed.
-func (r *ServiceReconciler) ownedLive(ctx context.Context, svc *v1alpha1.Service, entry v1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
+// ownedLive reads the live object of an inventory entry from the API server with reader;
+// nil when it is gone, no longer carries this Service's labels, or the entry is malformed.
+func ownedLive(ctx context.Context, reader client.Reader, svc *v1alpha1.Service, entry v1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
 	obj, err := entryObject(entry)
 	if err != nil {
 		return nil, nil
 	}
-	live, err := r.getLiveUncached(ctx, obj)
+	live, err := getLiveUncached(ctx, reader, obj)
 	if err != nil || live == nil || !ownedBy(live, svc) {
 		return nil, err
 	}
@@ -217,25 +220,25 @@ func (r *ServiceReconciler) ownedLive(ctx context.Context, svc *v1alpha1.Service
 // deletes them, or, when they are kept, removes Calaf's labels so that nothing claims them
 // for the deleted Service. It reports done once none is left labelled for the Service.
 func (r *ServiceReconciler) releaseVolumes(ctx context.Context, svc *v1alpha1.Service, remove bool) (bool, error) {
-	writer, err := r.writerFor(svc)
+	a, err := r.accessFor(svc)
 	if err != nil {
 		return false, err
 	}
 	claims := &corev1.PersistentVolumeClaimList{}
-	if err := r.APIReader.List(ctx, claims, client.InNamespace(svc.Namespace), client.MatchingLabels{v1alpha1.LabelService: svc.Name}); err != nil {
+	if err := a.direct.List(ctx, claims, client.InNamespace(svc.Namespace), client.MatchingLabels{v1alpha1.LabelService: svc.Name}); err != nil {
 		return false, fmt.Errorf("listing the Service's volume claims: %w", err)
 	}
 	var deleting []string
 	for i := range claims.Items {
 		claim := &claims.Items[i]
 		if !remove {
-			if err := writer.Patch(ctx, claim, unlabel()); err != nil && !apierrors.IsNotFound(err) {
+			if err := a.writer.Patch(ctx, claim, unlabel()); err != nil && !apierrors.IsNotFound(err) {
 				return false, fmt.Errorf("releasing PersistentVolumeClaim %s: %w", claim.Name, err)
 			}
 			continue
 		}
 		if claim.DeletionTimestamp == nil {
-			if err := writer.Delete(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
+			if err := a.writer.Delete(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
 				return false, fmt.Errorf("deleting PersistentVolumeClaim %s: %w", claim.Name, err)
 			}
 		}

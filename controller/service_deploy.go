@@ -8,9 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/jsonvalue"
@@ -21,8 +19,6 @@ import (
 
 // deployment is what the deploy phase gathers while it goes through the nodes.
 type deployment struct {
-	writer  client.Client
-	manager *ssa.ResourceManager
 	// failure is the first node that could not be applied: the nodes after it wait.
 	failure *phaseError
 	// recorded are the fingerprint tokens of the inventory, by object ID.
@@ -37,11 +33,7 @@ type deployment struct {
 // are applied, checked and configured; each node's phase follows from what it found.
 func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	svc := s.Service
-	writer, manager, err := r.managerFor(svc)
-	if err != nil {
-		return newPhaseError(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, retry, err)
-	}
-	d := &deployment{writer: writer, manager: manager, applied: map[string]bool{}, recorded: recordedTokens(svc.Status.Inventory)}
+	d := &deployment{applied: map[string]bool{}, recorded: recordedTokens(svc.Status.Inventory)}
 	for _, node := range s.Result.Nodes {
 		st := s.nodeStatus(node)
 		if d.failure == nil {
@@ -75,14 +67,14 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 		r.observe(ctx, s, node, st, nil) // its attributes: what runs now is an earlier revision, or nothing
 		return outcome
 	}
-	if err := r.checkOwnership(ctx, s.Service, node.Objects); err != nil {
+	if err := r.checkOwnership(ctx, s.access.direct, s.Service, node.Objects); err != nil {
 		outcome.failure = err
 		if !errors.As(err, &d.failure) {
 			d.failure = newPhaseError(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, retry, err)
 		}
 		return outcome
 	}
-	result, err := r.applyObjects(ctx, d.writer, d.manager, string(s.Service.UID), d.recorded, node.Objects, s.Service.Spec.Force)
+	result, err := r.applyObjects(ctx, s.access, string(s.Service.UID), d.recorded, node.Objects, s.Service.Spec.Force)
 	if result != nil {
 		d.changes = append(d.changes, result.changes...)
 		r.Metrics.countApplied(result.created, result.configured)
@@ -137,7 +129,7 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.
 	var h health
 	for _, obj := range node.Objects {
 		ref := obj.GetKind() + "/" + obj.GetName()
-		current, err := r.getLive(ctx, obj)
+		current, err := r.getLive(ctx, s.access.cached, obj)
 		if fresh, ok := applied[ref]; ok && (current == nil || newer(fresh, current)) {
 			current, err = fresh, nil
 		}
@@ -146,7 +138,7 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.
 			continue
 		}
 		live[ref] = current
-		r.check(ctx, &h, s.Service, node, ref, current)
+		r.check(ctx, s.access, &h, s.Service, node, ref, current)
 	}
 	s.Live[node.Name] = live
 	values := node.Observe(secretless(live))

@@ -37,14 +37,16 @@ func (r *ServiceReconciler) runOperations(ctx context.Context, s *scope, node *r
 // orchestrationInput is what the orchestrator reads of a node.
 func (s *scope) orchestrationInput(node *render.Node, st *v1alpha1.NodeStatus) orchestration.Input {
 	return orchestration.Input{
-		Service:    s.Service,
-		Files:      s.Artifact.Package,
-		Revision:   s.Artifact.Revision,
-		Node:       node,
-		Attributes: s.Attributes[node.Name],
-		Live:       s.Live[node.Name],
-		Operations: st.Operations,
-		Redact:     s.Redact,
+		Service:     s.Service,
+		Files:       s.Artifact.Package,
+		Revision:    s.Artifact.Revision,
+		Node:        node,
+		Attributes:  s.Attributes[node.Name],
+		Live:        s.Live[node.Name],
+		Operations:  st.Operations,
+		Redact:      s.Redact,
+		Reader:      s.access.cached,
+		Impersonate: s.access.user(s.Service.Namespace),
 	}
 }
 

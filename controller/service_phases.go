@@ -22,7 +22,9 @@ import (
 
 // scope is what the phases of one reconcile share.
 type scope struct {
-	Service  *v1alpha1.Service
+	Service *v1alpha1.Service
+	// access is how the Service's objects are read and written (identity.go).
+	access   *access
 	Log      logr.Logger
 	Inputs   map[string]any
 	Redact   *redactor
@@ -78,7 +80,7 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 	if svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != "" {
 		svc.Status.LastHandledReconcileAt = svc.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	}
-	phases := []phase{r.reconcileSource, r.reconcileCompile, r.reconcileRender, r.reconcileLifecycleStatus, r.reconcileDeploy, r.reconcilePrune, r.reconcileOutputs, r.reconcileVNFStatus}
+	phases := []phase{r.reconcileAccess, r.reconcileSource, r.reconcileCompile, r.reconcileRender, r.reconcileLifecycleStatus, r.reconcileDeploy, r.reconcilePrune, r.reconcileOutputs, r.reconcileVNFStatus}
 	var err error
 	for _, run := range phases {
 		if err = run(ctx, s); err != nil {
@@ -113,7 +115,7 @@ func (r *ServiceReconciler) reconcileSource(ctx context.Context, s *scope) error
 // reconcileCompile resolves the inputs and compiles the package (cached by digest and
 // inputs).
 func (r *ServiceReconciler) reconcileCompile(ctx context.Context, s *scope) error {
-	inputs, err := r.resolveInputs(ctx, s.Service, s.Redact)
+	inputs, err := r.resolveInputs(ctx, s.access.direct, s.Service, s.Redact)
 	if err != nil {
 		return err
 	}
@@ -186,6 +188,12 @@ func (r *ServiceReconciler) reconcileRender(ctx context.Context, s *scope) error
 	result, err := r.Renderer.Render(ctx, s.Compiled, r.renderOptions(s, s.renderedWith))
 	if err != nil {
 		return r.invalid(s, v1alpha1.ConditionApplied, err)
+	}
+	if err := r.admit(s, result); err != nil {
+		return err
+	}
+	if err := r.authorize(ctx, s, result); err != nil {
+		return err
 	}
 	s.Result = result
 	s.nodes = map[string]*v1alpha1.NodeStatus{}

@@ -21,10 +21,6 @@ func (r *ServiceReconciler) reconcilePrune(ctx context.Context, s *scope) error 
 	for _, obj := range s.Result.Objects {
 		desired[render.ObjectID(obj)] = true
 	}
-	writer, err := r.writerFor(svc)
-	if err != nil {
-		return newPhaseError(v1alpha1.ConditionApplied, v1alpha1.ReasonPruneFailed, retry, err)
-	}
 	var kept []v1alpha1.InventoryEntry
 	var pruned []string
 	var failure error
@@ -38,7 +34,7 @@ func (r *ServiceReconciler) reconcilePrune(ctx context.Context, s *scope) error 
 		if err != nil {
 			continue
 		}
-		live, err := r.getLiveUncached(ctx, obj)
+		live, err := getLiveUncached(ctx, s.access.direct, obj)
 		if err != nil {
 			failure = err
 			kept = append(kept, entry)
@@ -51,7 +47,7 @@ func (r *ServiceReconciler) reconcilePrune(ctx context.Context, s *scope) error 
 			r.warn(svc, "PruneSkipped", "%s %s no longer carries this Service's labels: left alone", obj.GetKind(), obj.GetName())
 			continue
 		}
-		if err := writer.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		if err := s.access.writer.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 			failure = err
 			kept = append(kept, entry)
 			continue

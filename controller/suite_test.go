@@ -29,6 +29,7 @@ import (
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/worker"
 )
 
 // env is the test environment: a real kube-apiserver and etcd, and the operator running
@@ -37,6 +38,8 @@ var env struct {
 	client  client.WithWatch
 	writes  sync.Map     // namespace → *atomic.Int64: mutating requests the operator sent there
 	compile atomic.Int64 // compiles run by the operator
+	// resources counts every request the operator sent, by resource (requestedResource).
+	resources sync.Map
 	// process keeps the operator's caches; its managers are made by startOperator and
 	// ended by stop.
 	process *operator.Process
@@ -119,6 +122,9 @@ func reconcileCount() float64 {
 }
 
 func TestMain(m *testing.M) {
+	if code, isWorker := worker.Main(os.Args); isWorker {
+		os.Exit(code) // the operator's worker processes are this binary too
+	}
 	os.Exit(run(m))
 }
 
@@ -138,6 +144,8 @@ func run(m *testing.M) int {
 	operatorConfig := rest.CopyConfig(config)
 	operatorConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			counter, _ := env.resources.LoadOrStore(requestedResource(req.URL.Path), &atomic.Int64{})
+			counter.(*atomic.Int64).Add(1)
 			switch req.Method {
 			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 				counter, _ := env.writes.LoadOrStore(namespaceOf(req.URL.Path), &atomic.Int64{})

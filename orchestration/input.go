@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/jsonvalue"
@@ -40,6 +41,11 @@ type Input struct {
 	Operations []v1alpha1.NodeOperationStatus
 	// Redact hides secret values; nil hides nothing.
 	Redact Redactor
+	// Reader, when set, reads the node's pods and their owners (the identity the Service
+	// acts with) instead of the orchestrator's own client.
+	Reader client.Reader
+	// Impersonate, when set, is the user operations are executed in pods as.
+	Impersonate string
 }
 
 // Result is what a Run or a Teardown decided for a node.
@@ -145,3 +151,11 @@ type noRedaction struct{}
 
 func (noRedaction) String(s string) string { return s }
 func (noRedaction) Value(v any) any        { return v }
+
+// readerOr returns the reader of the node's pods: the Input's, else fallback.
+func (r *nodeRun) readerOr(fallback client.Reader) client.Reader {
+	if r.Reader != nil {
+		return r.Reader
+	}
+	return fallback
+}

@@ -86,8 +86,8 @@ type runContext struct {
 }
 
 func (r *nodeRun) runContext() runContext {
-	rc := runContext{namespace: r.Service.Namespace, service: r.Service.Name, redact: r.Redact, attributes: maps.Clone(r.attributes)}
-	if sa := r.Service.Spec.ServiceAccountName; sa != "" {
+	rc := runContext{namespace: r.Service.Namespace, service: r.Service.Name, redact: r.Redact, attributes: maps.Clone(r.attributes), impersonate: r.Impersonate}
+	if sa := r.Service.Spec.ServiceAccountName; sa != "" && rc.impersonate == "" {
 		rc.impersonate = fmt.Sprintf("system:serviceaccount:%s:%s", r.Service.Namespace, sa)
 	}
 	return rc

@@ -158,7 +158,7 @@ func (o *Orchestrator) runPlans(ctx context.Context, r *nodeRun, current *job, p
 	hasWorkload := false
 	if len(plans) > 0 || len(requests.pending) > 0 {
 		var err error
-		if pods, hasWorkload, err = selectPods(ctx, o.client, r.Service.Namespace, r.Service.Name, r.Node, r.Live); err != nil {
+		if pods, hasWorkload, err = selectPods(ctx, r.readerOr(o.client), r.Service.Namespace, r.Service.Name, r.Node, r.Live); err != nil {
 			return false, err
 		}
 	}

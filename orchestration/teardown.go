@@ -59,7 +59,7 @@ func (o *Orchestrator) teardown(ctx context.Context, r *nodeRun, key string, ops
 		}
 		plans = append(plans, p)
 	}
-	pods, _, err := selectPods(ctx, o.client, r.Service.Namespace, r.Service.Name, r.Node, r.Live)
+	pods, _, err := selectPods(ctx, r.readerOr(o.client), r.Service.Namespace, r.Service.Name, r.Node, r.Live)
 	if err != nil {
 		return false, err
 	}

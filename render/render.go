@@ -54,10 +54,17 @@ type Renderer struct {
 	Log logr.Logger
 	// OnRender, if set, is called after every render that was not a cache hit.
 	OnRender func(duration time.Duration, err error)
+	// Run, when set, does the work of every render that is not a cache hit — in a worker
+	// process, where a package that crashes or exhausts memory ends that process and not
+	// this one (package worker). Nil renders in this process.
+	Run Func
 
 	cache    *lru.Cache[*Result]
 	programs *tosca.Programs
 }
+
+// Func renders a compiled package; problems of the package are a *tosca.InvalidError.
+type Func func(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error)
 
 // NewRenderer returns a renderer that keeps up to cacheSize results.
 func NewRenderer(cacheSize int) *Renderer {
@@ -74,7 +81,11 @@ func (r *Renderer) Render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 		return result, nil
 	}
 	start := time.Now()
-	result, err := r.render(ctx, compiled, opts)
+	run := r.Run
+	if run == nil {
+		run = r.RenderUncached
+	}
+	result, err := run(ctx, compiled, opts)
 	if r.OnRender != nil {
 		r.OnRender(time.Since(start), err)
 	}
@@ -93,7 +104,9 @@ func renderKey(compileKey string, opts Options) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (r *Renderer) render(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error) {
+// RenderUncached renders in this process, bypassing the cache and Run: what a worker
+// process does for a Renderer whose Run sends it the render.
+func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error) {
 	params := map[string]any{
 		"service":   opts.Service,
 		"namespace": opts.Namespace,
@@ -118,6 +131,12 @@ func (r *Renderer) render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 	}
 	if len(result.Objects) == 0 && len(result.Nodes) > 0 {
 		result.Warnings = append(result.Warnings, noObjects(compiledEntry(compiled), result.Nodes))
+	}
+	if err := ValidateObjects(compiledEntry(compiled), result.Nodes); err != nil {
+		return nil, err
+	}
+	if err := ValidateOutputs(compiledEntry(compiled), result.Outputs); err != nil {
+		return nil, err
 	}
 	return result, nil
 }

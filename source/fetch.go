@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,6 +72,9 @@ type Fetcher struct {
 	Store *Store
 	// Reader reads Secrets and ConfigMaps (uncached: the operator caches only its own objects).
 	Reader client.Reader
+	// ReaderFor, when set, gives the reader of a Service's Secrets and ConfigMaps instead:
+	// one acting as the identity the Service acts with.
+	ReaderFor ReaderFunc
 	// MaxArchiveBytes bounds a download.
 	MaxArchiveBytes int64
 	// Timeout bounds one download.
@@ -85,6 +89,33 @@ type Fetcher struct {
 	flight singleflight.Group
 	lock   sync.Mutex
 	etags  map[string]etagEntry
+}
+
+// ReaderFunc returns the reader that reads the Secrets and ConfigMaps a Service names
+// (uploads, credentials, trust anchors) as the identity the Service acts with.
+type ReaderFunc func(svc *v1alpha1.Service) (client.Reader, error)
+
+// readerOf returns the reader of a Service's Secrets and ConfigMaps: fn's, else (fn
+// unset or answering nil) fallback.
+func readerOf(fn ReaderFunc, fallback client.Reader, svc *v1alpha1.Service) (client.Reader, error) {
+	reader, _, err := identityReader(fn, fallback, svc)
+	return reader, err
+}
+
+// identityReader is readerOf, and tells whether the reader is fn's (the Service's own
+// identity).
+func identityReader(fn ReaderFunc, fallback client.Reader, svc *v1alpha1.Service) (client.Reader, bool, error) {
+	if fn == nil {
+		return fallback, false, nil
+	}
+	reader, err := fn(svc)
+	if err != nil {
+		return nil, false, transient(v1alpha1.ReasonFetchFailed, "acting as the Service's identity: %v", err)
+	}
+	if reader == nil {
+		return fallback, false, nil
+	}
+	return reader, true, nil
 }
 
 // GitFetcher fetches packages from git repositories.
@@ -143,13 +174,22 @@ func (f *Fetcher) fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, 
 func (f *Fetcher) fetchUpload(ctx context.Context, svc *v1alpha1.Service) (*Artifact, error) {
 	upload := svc.Spec.Source.Upload
 	revision := "sha256:" + upload.SHA256
+	reader, own, err := identityReader(f.ReaderFor, f.Reader, svc)
+	if err != nil {
+		return nil, err
+	}
 	if pkg, ok := f.Store.Get(upload.SHA256); ok {
+		if own {
+			if err := f.checkUpload(ctx, reader, svc); err != nil {
+				return nil, err
+			}
+		}
 		return &Artifact{Package: pkg, Revision: revision}, nil
 	}
 	value, err, _ := f.flight.Do("upload/"+upload.SHA256, func() (any, error) {
 		var cm corev1.ConfigMap
 		key := types.NamespacedName{Namespace: svc.Namespace, Name: upload.ConfigMapName}
-		if err := f.Reader.Get(ctx, key, &cm); err != nil {
+		if err := reader.Get(ctx, key, &cm); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, transient(v1alpha1.ReasonFetchFailed, "uploaded package ConfigMap %q not found", upload.ConfigMapName)
 			}
@@ -168,6 +208,23 @@ func (f *Fetcher) fetchUpload(ctx context.Context, svc *v1alpha1.Service) (*Arti
 		return nil, err
 	}
 	return &Artifact{Package: value.(*tosca.Package), Revision: revision}, nil
+}
+
+// checkUpload makes sure that a Service acting as its own identity may read the
+// ConfigMap of its upload even when the package is already stored (another Service
+// uploaded the same bytes): a metadata-only read, so that no Service gets a package by
+// its digest alone.
+func (f *Fetcher) checkUpload(ctx context.Context, reader client.Reader, svc *v1alpha1.Service) error {
+	upload := svc.Spec.Source.Upload
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: upload.ConfigMapName}, meta); err != nil {
+		if apierrors.IsNotFound(err) {
+			return transient(v1alpha1.ReasonFetchFailed, "uploaded package ConfigMap %q not found", upload.ConfigMapName)
+		}
+		return transient(v1alpha1.ReasonFetchFailed, "reading uploaded package ConfigMap %q: %v", upload.ConfigMapName, err)
+	}
+	return nil
 }
 
 func (f *Fetcher) fetchURL(ctx context.Context, svc *v1alpha1.Service) (*Artifact, error) {
@@ -300,7 +357,11 @@ func (f *Fetcher) httpClient(ctx context.Context, svc *v1alpha1.Service) (*http.
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	ref := svc.Spec.Source.SecretRef
 	if ref != nil {
-		data, err := readSecret(ctx, f.Reader, svc.Namespace, ref.Name)
+		reader, err := readerOf(f.ReaderFor, f.Reader, svc)
+		if err != nil {
+			return nil, nil, err
+		}
+		data, err := readSecret(ctx, reader, svc.Namespace, ref.Name)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -37,8 +37,9 @@ import (
 // repository, path, commit and credentials share one fetch and one stored package.
 type Git struct {
 	Store *Store
-	// Reader reads the Secrets named by secretRef.
-	Reader client.Reader
+	// Reader reads the Secrets named by secretRef; ReaderFor, when set, instead.
+	Reader    client.Reader
+	ReaderFor ReaderFunc
 	// Timeout bounds one ls-remote or fetch; default 2 minutes.
 	Timeout time.Duration
 
@@ -84,7 +85,11 @@ func (g *Git) Fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, erro
 	if _, err := url.Parse(src.URL); err != nil {
 		return nil, permanent(v1alpha1.ReasonInvalidSource, "invalid git URL: %v", err)
 	}
-	creds, err := gitCredentials(ctx, g.Reader, svc.Namespace, src)
+	reader, err := readerOf(g.ReaderFor, g.Reader, svc)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := gitCredentials(ctx, reader, svc.Namespace, src)
 	if err != nil {
 		return nil, err
 	}

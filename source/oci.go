@@ -204,8 +204,10 @@ func (m rawManifest) MediaType() (types.MediaType, error) { return m.mediaType, 
 // with one HEAD request; only a manifest digest not in the Store is downloaded. Services on
 // the same repository, digest and credentials share one download and one stored package.
 type OCI struct {
-	Store  *Store
-	Reader client.Reader
+	Store *Store
+	// Reader reads the Secrets named by secretRef; ReaderFor, when set, instead.
+	Reader    client.Reader
+	ReaderFor ReaderFunc
 	// Timeout bounds one resolve or download; default 2 minutes.
 	Timeout time.Duration
 	// MaxArchiveBytes bounds the CSAR layer; default the Store's package limit.
@@ -225,7 +227,11 @@ func (o *OCI) Fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout())
 	defer cancel()
-	opts, credID, err := o.options(ctx, svc.Namespace, src)
+	reader, err := readerOf(o.ReaderFor, o.Reader, svc)
+	if err != nil {
+		return nil, err
+	}
+	opts, credID, err := o.options(ctx, reader, svc.Namespace, src)
 	if err != nil {
 		return nil, err
 	}
@@ -347,12 +353,12 @@ func (o *OCI) download(repo name.Repository, digest, key string, opts OCIOptions
 }
 
 // options reads the dockerconfigjson Secret (and its optional ca.crt) of an OCISource.
-func (o *OCI) options(ctx context.Context, namespace string, src *v1alpha1.OCISource) (OCIOptions, string, error) {
+func (o *OCI) options(ctx context.Context, reader client.Reader, namespace string, src *v1alpha1.OCISource) (OCIOptions, string, error) {
 	opts := OCIOptions{Insecure: src.Insecure, Context: ctx, UserAgent: "calaf-operator"}
 	if src.SecretRef == nil {
 		return opts, "", nil
 	}
-	data, err := readSecret(ctx, o.Reader, namespace, src.SecretRef.Name)
+	data, err := readSecret(ctx, reader, namespace, src.SecretRef.Name)
 	if err != nil {
 		return opts, "", err
 	}

@@ -67,7 +67,11 @@ func (f *Fetcher) policy(ctx context.Context, svc *v1alpha1.Service) (sol004.Pol
 	if spec.Anchors == nil || f.Verify.IgnoreServiceAnchors {
 		return policy, nil
 	}
-	anchors, from, err := readAnchors(ctx, f.Reader, svc.Namespace, spec.Anchors)
+	reader, err := readerOf(f.ReaderFor, f.Reader, svc)
+	if err != nil {
+		return policy, err
+	}
+	anchors, from, err := readAnchors(ctx, reader, svc.Namespace, spec.Anchors)
 	if err != nil {
 		return policy, err
 	}

@@ -65,11 +65,19 @@ type Compiler struct {
 	Binding bool
 	// OnBind, if set, is called after inputs were bound instead of compiled.
 	OnBind func()
+	// Run, when set, does the work of every compile that is neither a cache hit nor a
+	// bind — in a worker process, where a package that crashes Puccini or exhausts memory
+	// ends that process and not this one (package worker). Nil compiles in this process.
+	Run CompileFunc
 
 	lock      sync.Mutex
 	cache     *lru.Cache[*Compiled]
 	templates *lru.Cache[*template]
 }
+
+// CompileFunc compiles a package with inputs and options into a new Clout; problems of
+// the package are an *InvalidError.
+type CompileFunc func(ctx contextpkg.Context, pkg *Package, inputs map[string]any, opts CompileOptions) (*cloutpkg.Clout, error)
 
 // NewCompiler returns a compiler keeping up to cacheSize compiled packages.
 func NewCompiler(cacheSize int) *Compiler {
@@ -154,14 +162,20 @@ func (c *Compiler) CompileWith(ctx contextpkg.Context, pkg *Package, inputs map[
 // timedCompile compiles and reports the compile to OnCompile.
 func (c *Compiler) timedCompile(ctx contextpkg.Context, pkg *Package, inputs map[string]any, opts CompileOptions) (*cloutpkg.Clout, error) {
 	start := time.Now()
-	clout, err := c.compile(ctx, pkg, inputs, opts)
+	run := c.Run
+	if run == nil {
+		run = c.CompileClout
+	}
+	clout, err := run(ctx, pkg, inputs, opts)
 	if c.OnCompile != nil {
 		c.OnCompile(time.Since(start), err)
 	}
 	return clout, err
 }
 
-func (c *Compiler) compile(ctx contextpkg.Context, pkg *Package, inputs map[string]any, opts CompileOptions) (clout *cloutpkg.Clout, err error) {
+// CompileClout compiles in this process, bypassing the cache and Run: what a worker
+// process does for a Compiler whose Run sends it the compile.
+func (c *Compiler) CompileClout(ctx contextpkg.Context, pkg *Package, inputs map[string]any, opts CompileOptions) (clout *cloutpkg.Clout, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.Log.Error(nil, "Puccini panicked", "panic", r, "stack", string(debug.Stack()))

@@ -12,6 +12,11 @@ const (
 	ConditionHealthy     = "Healthy"
 )
 
+// ReasonAccessDenied: the identity a Service acts as may not use what its package refers
+// to — a Secret a pod mounts or reads, a service account a pod runs as — or, in lockdown
+// mode, the package names another namespace; nothing of the render was applied.
+const ReasonAccessDenied = "AccessDenied"
+
 // Condition reasons; docs/operator.md has a row for each (test/docs checks it).
 const (
 	ReasonSucceeded       = "Succeeded"
@@ -25,12 +30,15 @@ const (
 	ReasonInvalidPackage       = "InvalidPackage"
 	ReasonInvalidInputs        = "InvalidInputs"
 	ReasonRenderFailed         = "RenderFailed"
-	ReasonApplyFailed          = "ApplyFailed"
-	ReasonPruneFailed          = "PruneFailed"
-	ReasonHealthCheckFailed    = "HealthCheckFailed"
-	ReasonOperationFailed      = "OperationFailed"
-	ReasonDeleting             = "Deleting"
-	ReasonInternalError        = "InternalError"
+	// ReasonPolicyViolation: the render policy the cluster admin set refuses an object the
+	// package renders; nothing of that render was sent to the API server.
+	ReasonPolicyViolation   = "PolicyViolation"
+	ReasonApplyFailed       = "ApplyFailed"
+	ReasonPruneFailed       = "PruneFailed"
+	ReasonHealthCheckFailed = "HealthCheckFailed"
+	ReasonOperationFailed   = "OperationFailed"
+	ReasonDeleting          = "Deleting"
+	ReasonInternalError     = "InternalError"
 	// ReasonNotReached: an earlier stage failed for this generation, so this one is not
 	// known (status Unknown) — what runs is still an earlier revision's.
 	ReasonNotReached = "NotReached"

@@ -21,7 +21,6 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/internal/operator"
-	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/tosca/sol004"
@@ -45,6 +44,9 @@ type deployFlags struct {
 	deletionPolicy string
 	serviceAccount string
 	skipValidation bool
+	// isolation and policy are those of the validation of a local package.
+	isolation      isolation
+	policy         renderPolicy
 	wait           bool
 	waitTimeout    time.Duration
 }
@@ -84,6 +86,8 @@ func newDeployCommand() *cobra.Command {
 	cmd.Flags().StringVar(&flags.deletionPolicy, "deletion-policy", "Delete", "Delete or Orphan the objects when the Service is deleted")
 	cmd.Flags().StringVar(&flags.serviceAccount, "service-account", "", "service account the operator impersonates to apply")
 	cmd.Flags().BoolVar(&flags.skipValidation, "skip-validation", false, "do not validate a local package before uploading it")
+	flags.isolation.register(cmd)
+	flags.policy.register(cmd)
 	cmd.Flags().BoolVar(&flags.wait, "wait", false, "wait until the Service is Ready (or fails), showing progress")
 	cmd.Flags().DurationVar(&flags.waitTimeout, "wait-timeout", 10*time.Minute, "how long --wait waits")
 	return cmd
@@ -115,7 +119,9 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 		}
 		exists = false
 	}
-	check := validation{inputs: inputs, retype: flags.inputs.retype, request: request, options: flags.etsi.options(request), skip: flags.skipValidation, warnings: cmd.ErrOrStderr()}
+	check := validation{inputs: inputs, retype: flags.inputs.retype, request: request, options: flags.etsi.options(request), skip: flags.skipValidation, warnings: cmd.ErrOrStderr(),
+		isolation: &flags.isolation, policy: &flags.policy}
+	defer flags.isolation.close()
 	uploaded, err := setSource(ctx, c, svc, flags, args[1], check)
 	if err != nil {
 		return err
@@ -218,6 +224,9 @@ type validation struct {
 	options  tosca.CompileOptions
 	skip     bool
 	warnings io.Writer
+	// isolation runs the compile and render in a worker; policy is what the render must pass.
+	isolation *isolation
+	policy    *renderPolicy
 }
 
 // packLocal validates a local package (unless told not to) and packs it for upload.
@@ -235,15 +244,9 @@ func packLocal(ctx context.Context, path, service, namespace string, check valid
 		}
 	}
 	if !check.skip {
-		compiled, err := tosca.NewCompiler(1).CompileWith(ctx, pkg, check.inputs, check.options)
-		if err != nil {
+		if err := check.run(ctx, pkg, service, namespace); err != nil {
 			return nil, err
 		}
-		result, err := render.NewRenderer(1).Render(ctx, compiled, render.Options{Service: service, Namespace: namespace, Instantiate: check.request})
-		if err != nil {
-			return nil, err
-		}
-		writeWarnings(check.warnings, result.Warnings)
 	}
 	var archive []byte
 	if envelope != nil {

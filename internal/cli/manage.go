@@ -128,6 +128,8 @@ func newDiffCommand() *cobra.Command {
 	kube.register(cmd)
 	flags.inputs.register(cmd)
 	flags.etsi.register(cmd)
+	flags.isolation.register(cmd)
+	flags.policy.register(cmd)
 	return cmd
 }
 
@@ -141,6 +143,7 @@ func runDiff(cmd *cobra.Command, kube *kubeFlags, flags *packageFlags, name, src
 		return 0, err
 	}
 	flags.service, flags.namespace = name, namespace
+	defer flags.isolation.close()
 	compiled, err := flags.compile(ctx, src)
 	if err != nil {
 		return 0, err

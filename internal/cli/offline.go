@@ -30,6 +30,10 @@ type packageFlags struct {
 	output    string
 	// anchors, when set, verifies the package's SOL004 signature against them.
 	anchors string
+	// isolation runs the package work in a worker process.
+	isolation isolation
+	// policy is the render policy the render must pass.
+	policy renderPolicy
 }
 
 func (f *packageFlags) register(cmd *cobra.Command, outputs string, defaultOutput string) {
@@ -38,6 +42,8 @@ func (f *packageFlags) register(cmd *cobra.Command, outputs string, defaultOutpu
 	cmd.Flags().StringVar(&f.service, "service", "demo", "name of the Calaf Service the package is rendered for")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace the package is rendered for")
 	cmd.Flags().DurationVar(&f.timeout, "script-timeout", tosca.DefaultScriptTimeout, "deadline of the package's scriptlets")
+	f.isolation.register(cmd)
+	f.policy.register(cmd)
 	if outputs != "" {
 		cmd.Flags().StringVarP(&f.output, "output", "o", defaultOutput, "output format: "+outputs)
 	}
@@ -78,18 +84,28 @@ func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, e
 		pkg.Close()
 		return nil, err
 	}
-	result, err := tosca.NewCompiler(1).CompileWith(ctx, pkg, inputs, f.etsi.options(request))
-	if err != nil {
-		pkg.Close()
-		return nil, err
+	compiler, err := f.isolation.compiler()
+	if err == nil {
+		var result *tosca.Compiled
+		if result, err = compiler.CompileWith(ctx, pkg, inputs, f.etsi.options(request)); err == nil {
+			return &compiled{pkg: pkg, compiled: result, integrity: integrity, signature: verdict, request: request}, nil
+		}
 	}
-	return &compiled{pkg: pkg, compiled: result, integrity: integrity, signature: verdict, request: request}, nil
+	pkg.Close()
+	return nil, err
 }
 
 // render renders a compiled package and prints its warnings to w.
 func (f *packageFlags) render(ctx context.Context, c *compiled, w io.Writer) (*render.Result, error) {
-	result, err := render.NewRenderer(1).Render(ctx, c.compiled, render.Options{Service: f.service, Namespace: f.namespace, Timeout: f.timeout, Instantiate: c.request})
+	renderer, err := f.isolation.renderer()
 	if err != nil {
+		return nil, err
+	}
+	result, err := renderer.Render(ctx, c.compiled, render.Options{Service: f.service, Namespace: f.namespace, Timeout: f.timeout, Instantiate: c.request})
+	if err != nil {
+		return nil, err
+	}
+	if err := f.policy.check(c.compiled, f.namespace, result); err != nil {
 		return nil, err
 	}
 	writeWarnings(w, result.Warnings)
@@ -141,6 +157,7 @@ func (pc packageCommand) command() *cobra.Command {
 			}
 			ctx, cancel := commandContext(cmd)
 			defer cancel()
+			defer flags.isolation.close()
 			c, err := flags.compile(ctx, args[0])
 			if err != nil {
 				return err
@@ -206,7 +223,7 @@ func newCompileCommand() *cobra.Command {
 			cmd.Flags().BoolVar(&coerce, "coerce", false, "evaluate functions and replace values by their results")
 		},
 		run: func(ctx context.Context, cmd *cobra.Command, f *packageFlags, c *compiled, _ *render.Result) error {
-			clout, err := render.Evaluate(ctx, c.compiled, f.timeout, coerce)
+			clout, err := f.isolation.evaluate(ctx, c.compiled, f.timeout, coerce)
 			if err != nil {
 				return err
 			}

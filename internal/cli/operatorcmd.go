@@ -42,6 +42,9 @@ func newOperatorCommand() *cobra.Command {
 			config.QPS, config.Burst = qps, burst
 			operator.SetMemoryLimit(memoryLimit.Value())
 			opts.WebhookToken = webhookToken(webhookTokenFile)
+			if err := checkTenancyFlags(&opts); err != nil {
+				return err
+			}
 			if opts.Verify, err = verify.defaults(); err != nil {
 				return usageError{err}
 			}
@@ -77,6 +80,8 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().StringVar(&verify.mode, "verify-mode", "", "signature policy of every Service's package (SOL004): Enforce, Warn, or Off; spec.verify can only make it stricter")
 	cmd.Flags().StringVar(&verify.anchors, "verify-anchors", "", "PEM bundle of trust anchors every Service trusts (read at start)")
 	cmd.Flags().BoolVar(&verify.serviceAnchors, "verify-service-anchors", true, "also trust the anchors a Service names in spec.verify.anchors")
+	registerIsolationFlags(cmd, &opts)
+	registerTenancyFlags(cmd, &opts)
 	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
 	zapOptions.BindFlags(logFlags)
 	cmd.Flags().AddGoFlagSet(logFlags)

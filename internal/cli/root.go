@@ -129,6 +129,7 @@ func NewRootCommand(streams Streams) *cobra.Command {
 		newOpsCommand(),
 		newOperatorCommand(),
 		newPackageCommand(),
+		newWorkerCommand(),
 	)
 	wrapArgs(root)
 	return root

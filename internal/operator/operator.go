@@ -30,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -40,10 +41,12 @@ import (
 	"calaf.io/calaf/controller"
 	"calaf.io/calaf/lifecycle"
 	"calaf.io/calaf/orchestration"
+	"calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/source/webhook"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/worker"
 )
 
 // Options configure the operator.
@@ -93,6 +96,19 @@ type Options struct {
 	// an API server restart); after a longer outage it makes a new manager in-process
 	// (see Run) and takes the lease back at once with the same identity.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Workers run the package work — compiles and renders — in worker processes with
+	// limits (package worker); InProcess runs it in the operator's own process instead.
+	Workers   worker.Options
+	InProcess bool
+	// RenderPolicy is what the cluster admin lets packages render (package policy); nil
+	// is the default policy.
+	RenderPolicy *policy.Policy
+	// DefaultServiceAccount is lockdown mode (docs/security.md): every Service without
+	// spec.serviceAccountName acts as this service account of its own namespace.
+	DefaultServiceAccount string
+	// StateNamespace keeps the Services' compiled state in the operator's namespace
+	// (lockdown mode; default there: LeaderElectionNamespace).
+	StateNamespace string
 	// RestartAfter is the API outage after which the manager is made anew once the API
 	// answers (fresh watches, no backed-off retries); shorter outages only ask for every
 	// Service to be reconciled.
@@ -115,6 +131,7 @@ func DefaultOptions() Options {
 		RenewDeadline:     40 * time.Second,
 		RetryPeriod:       5 * time.Second,
 		RestartAfter:      30 * time.Second,
+		Workers:           worker.DefaultOptions(),
 	}
 }
 
@@ -200,6 +217,7 @@ func (p *Process) NewManager() (ctrl.Manager, *controller.ServiceReconciler, err
 // metrics (registered once) and its leader election identity.
 type stages struct {
 	metrics              *controller.Metrics
+	identities           *controller.Identities
 	orchestrationMetrics *orchestration.Metrics
 	fetcher              *source.Fetcher
 	compiler             *tosca.Compiler
@@ -213,7 +231,11 @@ func newStages(config *rest.Config, opts Options, registry prometheus.Registerer
 	if err != nil {
 		return nil, err
 	}
-	fetcher, err := newFetcher(reader, opts)
+	identities, err := newIdentities(config)
+	if err != nil {
+		return nil, err
+	}
+	fetcher, err := newFetcher(reader, identities.SourceReader(opts.DefaultServiceAccount), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -225,9 +247,12 @@ func newStages(config *rest.Config, opts Options, registry prometheus.Registerer
 	renderer := render.NewRenderer(opts.RenderCacheSize)
 	renderer.Log = log.WithName("render")
 	renderer.OnRender = m.ObserveRender
+	if err := isolate(compiler, renderer, opts, registry, log); err != nil {
+		return nil, err
+	}
 	hostname, _ := os.Hostname()
 	return &stages{
-		metrics: m, orchestrationMetrics: orchestration.NewMetrics(registry),
+		metrics: m, identities: identities, orchestrationMetrics: orchestration.NewMetrics(registry),
 		fetcher: fetcher, compiler: compiler, renderer: renderer,
 		identity: hostname + "_" + string(uuid.NewUUID()),
 	}, nil
@@ -252,6 +277,14 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		Metrics:          st.metrics,
 		ScriptTimeout:    opts.ScriptTimeout,
 		ProgressInterval: opts.ProgressInterval,
+		Policy:           opts.RenderPolicy,
+		Identities:       st.identities,
+	}
+	if opts.DefaultServiceAccount != "" {
+		reconciler.DefaultServiceAccount, reconciler.StateNamespace = opts.DefaultServiceAccount, opts.StateNamespace
+		if reconciler.StateNamespace == "" {
+			reconciler.StateNamespace = opts.LeaderElectionNamespace
+		}
 	}
 	var orchestrator *orchestration.Orchestrator
 	if opts.Orchestration {
@@ -332,17 +365,32 @@ func newManager(config *rest.Config, opts Options, identity string) (ctrl.Manage
 	return mgr, nil
 }
 
+// newIdentities makes the clients of impersonated service accounts, sharing one HTTP
+// client and REST mapper for the process's life.
+func newIdentities(config *rest.Config) (*controller.Identities, error) {
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(config, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return controller.NewIdentities(config, httpClient, NewScheme(), mapper, 0), nil
+}
+
 // newFetcher makes the package fetcher of every source kind, on the local package store;
-// reader reads Secrets and ConfigMaps straight from the API server.
-func newFetcher(reader client.Reader, opts Options) (*source.Fetcher, error) {
+// reader reads Secrets and ConfigMaps straight from the API server, or readerFor's reader
+// of the Service when it gives one (the identity the Service acts with).
+func newFetcher(reader client.Reader, readerFor source.ReaderFunc, opts Options) (*source.Fetcher, error) {
 	limits := tosca.DefaultLimits()
 	store, err := source.NewStore(opts.PackageCacheDir, opts.PackageCacheBytes, limits)
 	if err != nil {
 		return nil, fmt.Errorf("package cache: %w", err)
 	}
-	fetcher := &source.Fetcher{Store: store, Reader: reader, MaxArchiveBytes: limits.MaxTotalBytes, Verify: opts.Verify}
-	fetcher.Git = &source.Git{Store: store, Reader: reader}
-	fetcher.OCI = &source.OCI{Store: store, Reader: reader, MaxArchiveBytes: limits.MaxTotalBytes}
+	fetcher := &source.Fetcher{Store: store, Reader: reader, ReaderFor: readerFor, MaxArchiveBytes: limits.MaxTotalBytes, Verify: opts.Verify}
+	fetcher.Git = &source.Git{Store: store, Reader: reader, ReaderFor: readerFor}
+	fetcher.OCI = &source.OCI{Store: store, Reader: reader, ReaderFor: readerFor, MaxArchiveBytes: limits.MaxTotalBytes}
 	if opts.Configure != nil {
 		if err := opts.Configure(fetcher); err != nil {
 			return nil, err

@@ -83,11 +83,16 @@ var mayImport = map[string][]string{
 	"source":             {"tosca", "tosca/sol004", "api/v1alpha1"},
 	"source/webhook":     {"source", "api/v1alpha1"},
 	"orchestration":      {"api/v1alpha1", "artifacts/protocol", "render"},
-	"controller":         {"api/v1alpha1", "tosca", "etsi", "render", "source", "orchestration"},
+	// policy judges renders by the admin's rules: after render, before the controller.
+	"policy":     {"tosca", "render"},
+	"controller": {"api/v1alpha1", "tosca", "etsi", "render", "source", "orchestration", "policy"},
 	// lifecycle acts on Services and Operations through the API only (it never calls the
 	// reconciler or the orchestrator); render gives it the node label of pods.
-	"lifecycle":         {"api/v1alpha1", "render"},
-	"internal/operator": {"api/v1alpha1", "tosca", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle"},
+	"lifecycle": {"api/v1alpha1", "render"},
+	// worker runs tosca and render in child processes; only the wiring (and the CLI)
+	// choose to use it, so the stages stay unaware of where they run.
+	"worker":            {"tosca", "render"},
+	"internal/operator": {"api/v1alpha1", "tosca", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "worker", "policy"},
 	"cmd/calaf":         {"internal/cli"},
 	"cmd/calaf-runner":  {"artifacts/runner"},
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,10 +118,4 @@ func sizeMarkdown(sizes []int, compiles, renders map[int][]time.Duration, defaul
 	fmt.Fprintf(&b, "\nTargets: render of 1,000 node templates ≤ %.0f× that of 100 — %s (%.1f×); the default settings render 1,000 node templates — %s (%s).\n",
 		maxSizeGrowth, benchreport.Verdict(growth <= maxSizeGrowth), growth, benchreport.Verdict(defaultErr == nil), defaults)
 	return b.String()
-}
-
-func medianDuration(ds []time.Duration) time.Duration {
-	sorted := slices.Clone(ds)
-	slices.Sort(sorted)
-	return sorted[len(sorted)/2]
 }

@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -59,7 +60,7 @@ func run(m *testing.M) int {
 // and namespaces created, the rest by server-side dry-run: schemas, RBAC references,
 // Deployment validation).
 func TestOverlaysAreAccepted(t *testing.T) {
-	for _, overlay := range []string{"default", "namespaced", "test-ground", "sharding", webhookOverlay(t), componentOverlay(t, "verify")} {
+	for _, overlay := range []string{"default", "namespaced", "lockdown", "test-ground", "sharding", webhookOverlay(t), componentOverlay(t, "verify")} {
 		t.Run(filepath.Base(overlay), func(t *testing.T) {
 			g := NewWithT(t)
 			objects := kustomize(t, overlay)
@@ -247,4 +248,34 @@ func TestShardingOverlay(t *testing.T) {
 		"calaf-operator-shard-1": "sharding.calaf.io/key=shard-1",
 	}))
 	g.Expect(podSelectors["calaf-operator"]).NotTo(Equal(podSelectors["calaf-operator-shard-1"]))
+}
+
+// In lockdown mode the operator's cluster-wide rules cover only its own resources and
+// Events: no Secrets, ConfigMaps, pods or workloads anywhere, impersonation bounded by
+// name; Secrets only in its own namespace (its state); the flags that turn it on.
+func TestLockdownRBAC(t *testing.T) {
+	g := NewWithT(t)
+	var args []string
+	for _, obj := range kustomize(t, "lockdown") {
+		switch obj.GetKind() {
+		case "ClusterRole":
+			var role rbacv1.ClusterRole
+			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &role)).To(Succeed())
+			for _, rule := range role.Rules {
+				if slices.Contains(rule.Verbs, "impersonate") {
+					g.Expect(rule.Resources).To(Equal([]string{"serviceaccounts"}), role.Name)
+					g.Expect(rule.ResourceNames).To(Equal([]string{"calaf-tenant"}), role.Name)
+					continue
+				}
+				g.Expect(rule.APIGroups).To(Or(Equal([]string{"calaf.io"}), Equal([]string{"events.k8s.io"})), "%s: %+v", role.Name, rule)
+			}
+		case "Role":
+			g.Expect(obj.GetNamespace()).To(Equal("calaf-system"))
+		case "Deployment":
+			var deployment appsv1.Deployment
+			g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &deployment)).To(Succeed())
+			args = deployment.Spec.Template.Spec.Containers[0].Args
+		}
+	}
+	g.Expect(args).To(ContainElements("--default-service-account=calaf-tenant", "--state-namespace=calaf-system"))
 }

@@ -17,6 +17,7 @@ import (
 
 	"calaf.io/calaf/controller"
 	"calaf.io/calaf/orchestration"
+	"calaf.io/calaf/worker"
 )
 
 // reasonConstants returns the values of the Reason* constants of api/v1alpha1.
@@ -122,6 +123,7 @@ func TestMetricsAreDocumented(t *testing.T) {
 	reg := &recorder{}
 	controller.NewMetrics(reg)
 	orchestration.NewMetrics(reg)
+	worker.NewMetrics(reg)
 	slices.Sort(reg.names)
 	data, err := os.ReadFile("../../docs/operator.md")
 	if err != nil {

@@ -34,6 +34,7 @@ import (
 	"calaf.io/calaf/controller"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/test/gitserver"
+	"calaf.io/calaf/worker"
 )
 
 const (
@@ -59,6 +60,9 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
+	if code, isWorker := worker.Main(os.Args); isWorker {
+		os.Exit(code) // the operator's worker processes are this binary too
+	}
 	os.Exit(run(m))
 }
 

@@ -48,8 +48,45 @@ func InstallOperatorRBAC(ctx context.Context, c client.Client) error {
 	return nil
 }
 
+// InstallLockdownRBAC creates the service account account in the operator's namespace and
+// gives it the RBAC of deploy/rbac/lockdown as shipped: its roles unchanged, its bindings
+// made for account (named after it), so that an operator in lockdown mode can run beside
+// the suite's.
+func InstallLockdownRBAC(ctx context.Context, c client.Client, account string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: account}}
+	if err := c.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	for _, file := range []string{"role.yaml", "binding.yaml", "state.yaml"} {
+		err := forEachObject(filepath.Join(RepoRoot(), "deploy", "rbac", "lockdown", file), func(obj *unstructured.Unstructured) error {
+			if kind := obj.GetKind(); kind == "ClusterRoleBinding" || kind == "RoleBinding" {
+				obj.SetName(obj.GetName() + "-" + account)
+				subjects := []any{map[string]any{"kind": "ServiceAccount", "name": account, "namespace": OperatorNamespace}}
+				if err := unstructured.SetNestedSlice(obj.Object, subjects, "subjects"); err != nil {
+					return err
+				}
+			}
+			return c.Patch(ctx, obj, client.Apply, client.FieldOwner("calaf-e2e"), client.ForceOwnership)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // applyFile server-side applies every object of a multi-document YAML file.
 func applyFile(ctx context.Context, c client.Client, file string) error {
+	return forEachObject(file, func(obj *unstructured.Unstructured) error {
+		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("calaf-e2e"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s from %s: %w", obj.GetKind(), obj.GetName(), file, err)
+		}
+		return nil
+	})
+}
+
+// forEachObject calls do with every object of a multi-document YAML file.
+func forEachObject(file string, do func(*unstructured.Unstructured) error) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -65,8 +102,8 @@ func applyFile(ctx context.Context, c client.Client, file string) error {
 		if len(obj.Object) == 0 {
 			continue
 		}
-		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("calaf-e2e"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s from %s: %w", obj.GetKind(), obj.GetName(), file, err)
+		if err := do(obj); err != nil {
+			return err
 		}
 	}
 }
@@ -75,11 +112,17 @@ func applyFile(ctx context.Context, c client.Client, file string) error {
 // account (a token from the TokenRequest API) on the cluster of adminKubeconfig, and
 // returns its path: the operator then has exactly the rights deploy/ gives it.
 func OperatorKubeconfig(ctx context.Context, cs kubernetes.Interface, adminKubeconfig, dir string) (string, error) {
-	token, err := cs.CoreV1().ServiceAccounts(OperatorNamespace).CreateToken(ctx, OperatorServiceAccount, &authenticationv1.TokenRequest{
+	return AccountKubeconfig(ctx, cs, adminKubeconfig, dir, OperatorNamespace, OperatorServiceAccount)
+}
+
+// AccountKubeconfig writes into dir a kubeconfig that acts as a service account (a token
+// from the TokenRequest API) on the cluster of adminKubeconfig, and returns its path.
+func AccountKubeconfig(ctx context.Context, cs kubernetes.Interface, adminKubeconfig, dir, namespace, account string) (string, error) {
+	token, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, account, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("a token for %s/%s: %w", OperatorNamespace, OperatorServiceAccount, err)
+		return "", fmt.Errorf("a token for %s/%s: %w", namespace, account, err)
 	}
 	admin, err := clientcmd.LoadFromFile(adminKubeconfig)
 	if err != nil {
@@ -91,6 +134,6 @@ func OperatorKubeconfig(ctx context.Context, cs kubernetes.Interface, adminKubec
 	config.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
 	config.Contexts["operator"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "operator"}
 	config.CurrentContext = "operator"
-	path := filepath.Join(dir, "operator.kubeconfig")
+	path := filepath.Join(dir, account+".kubeconfig")
 	return path, clientcmd.WriteToFile(*config, path)
 }

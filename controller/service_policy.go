@@ -1,0 +1,48 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/render"
+	"calaf.io/calaf/tosca"
+)
+
+// admit checks a render against the render policy before anything of it reaches the API
+// server, whatever identity the Service acts with: an object the policy refuses stalls the
+// Service (PolicyViolation, the refusals in the message) until its package or the policy
+// changes, and nothing of the render is applied.
+func (r *ServiceReconciler) admit(s *scope, result *render.Result) error {
+	entry := s.Compiled.Package.Entry
+	if vnfd := s.Compiled.VNFD(); vnfd != nil {
+		entry = vnfd.FlavourFile
+	}
+	err := r.Policy.Check(entry, s.Service.Namespace, result.Nodes, r.namespaced)
+	if err == nil {
+		return nil
+	}
+	diags := tosca.DiagnosticsOf(err)
+	lines := make([]string, 0, len(diags))
+	for _, d := range diags {
+		lines = append(lines, d.String())
+	}
+	const maxLines = 5
+	if len(lines) > maxLines {
+		lines = append(lines[:maxLines], fmt.Sprintf("(and %d more refusals)", len(lines)-maxLines))
+	}
+	return stalled(v1alpha1.ConditionApplied, v1alpha1.ReasonPolicyViolation, "%s", s.Redact.String(strings.Join(lines, "; ")))
+}
+
+// namespaced tells the scope of a kind as the API server's discovery does (known is false
+// for a kind it does not serve).
+func (r *ServiceReconciler) namespaced(gvk schema.GroupVersionKind) (namespaced, known bool) {
+	mapping, err := r.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return false, false
+	}
+	return mapping.Scope.Name() == apimeta.RESTScopeNameNamespace, true
+}

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	cloutpkg "github.com/tliron/puccini/clout"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"calaf.io/calaf/render"
+	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/worker"
+)
+
+// isolation runs the package work of an offline command — compile, render, evaluation —
+// in a worker process with the limits the operator gives its workers (package worker): a
+// package that crashes Puccini, recurses without end or exhausts memory ends the worker,
+// and calaf says why.
+type isolation struct {
+	memory resource.Quantity
+	// inProcess does the work in calaf's own process (a hidden flag, for measuring what
+	// the worker costs).
+	inProcess bool
+	pool      *worker.Pool
+}
+
+// statsEnv names a file that receives one JSON line per worker that exited: its peak
+// memory and CPU time (tests measure the cost of bad packages with it).
+const statsEnv = "CALAF_WORKER_STATS"
+
+func (i *isolation) register(cmd *cobra.Command) {
+	i.memory = *resource.NewQuantity(worker.DefaultLimits().Memory, resource.BinarySI)
+	cmd.Flags().Var(quantityFlag{&i.memory}, "worker-memory", "memory limit of the process that compiles and renders the package")
+	cmd.Flags().BoolVar(&i.inProcess, "in-process", false, "compile and render in this process, without a worker and its limits")
+	_ = cmd.Flags().MarkHidden("in-process")
+}
+
+// start starts the pool of one worker.
+func (i *isolation) start() (*worker.Pool, error) {
+	if i.pool != nil {
+		return i.pool, nil
+	}
+	opts := worker.DefaultOptions()
+	opts.Size = 1
+	if !i.memory.IsZero() {
+		opts.Limits.Memory = i.memory.Value()
+	}
+	if path := os.Getenv(statsEnv); path != "" {
+		opts.OnExit = func(u worker.Usage) { appendStats(path, u) }
+	}
+	pool, err := worker.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	i.pool = pool
+	return pool, nil
+}
+
+// compiler returns a compiler whose compiles run in the worker.
+func (i *isolation) compiler() (*tosca.Compiler, error) {
+	if i.inProcess {
+		return tosca.NewCompiler(1), nil
+	}
+	pool, err := i.start()
+	if err != nil {
+		return nil, err
+	}
+	compiler := tosca.NewCompiler(1)
+	compiler.Run = pool.Compile
+	return compiler, nil
+}
+
+// renderer returns a renderer whose renders run in the worker.
+func (i *isolation) renderer() (*render.Renderer, error) {
+	if i.inProcess {
+		return render.NewRenderer(1), nil
+	}
+	pool, err := i.start()
+	if err != nil {
+		return nil, err
+	}
+	renderer := render.NewRenderer(1)
+	renderer.Run = pool.Render
+	return renderer, nil
+}
+
+// evaluate resolves requirements and, with coerce, evaluates functions, in the worker.
+func (i *isolation) evaluate(ctx context.Context, compiled *tosca.Compiled, timeout time.Duration, coerce bool) (*cloutpkg.Clout, error) {
+	if i.inProcess {
+		return render.Evaluate(ctx, compiled, timeout, coerce)
+	}
+	pool, err := i.start()
+	if err != nil {
+		return nil, err
+	}
+	return pool.Evaluate(ctx, compiled, timeout, coerce)
+}
+
+// close stops the worker.
+func (i *isolation) close() {
+	if i.pool != nil {
+		i.pool.Close()
+	}
+}
+
+func appendStats(path string, u worker.Usage) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	line, _ := json.Marshal(map[string]any{"peakBytes": u.PeakBytes, "cpuSeconds": u.CPU.Seconds()})
+	fmt.Fprintf(f, "%s\n", line)
+}
+
+// newWorkerCommand is the hidden command the pool starts: a worker serving requests on
+// its stdin and stdout, logging on stderr (flags --memory and --stack, read by the worker).
+func newWorkerCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:                "worker",
+		Short:              "Serve package work for a worker pool (started by calaf itself)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if code := worker.Run(args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); code != 0 {
+				return workerExit(code)
+			}
+			return nil
+		},
+	}
+}
+
+// workerExit is a worker that ended with an error it already wrote on stderr.
+type workerExit int
+
+func (e workerExit) Error() string { return fmt.Sprintf("worker exited with code %d", int(e)) }

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/policy"
+)
+
+// registerIsolationFlags adds the flags of the operator's worker processes, where
+// packages are compiled and rendered, and of its render policy (read before the operator
+// starts).
+func registerIsolationFlags(cmd *cobra.Command, opts *operator.Options) {
+	var policyFile string
+	cmd.Flags().StringVar(&policyFile, "render-policy", "", "render policy file (kind RenderPolicy): the kinds packages may render, cluster-scoped objects, pod exceptions by namespace (default: the built-in policy)")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if policyFile == "" {
+			return nil
+		}
+		p, err := policy.Load(policyFile)
+		if err != nil {
+			return usageError{err}
+		}
+		opts.RenderPolicy = p
+		return nil
+	}
+	w := &opts.Workers
+	cmd.Flags().IntVar(&w.Size, "workers", w.Size, "worker processes compiling and rendering packages at once")
+	cmd.Flags().Var(bytesFlag{&w.Limits.Memory}, "worker-memory", "memory limit of each worker process, e.g. 512Mi")
+	cmd.Flags().DurationVar(&w.CompileTimeout, "compile-timeout", w.CompileTimeout, "wall deadline of one compile in a worker (a render's is --script-timeout plus 20s)")
+	cmd.Flags().BoolVar(&opts.InProcess, "in-process", false, "compile and render in the operator's own process, without workers (a package can then crash the operator)")
+}
+
+// bytesFlag is a byte count written as a resource quantity (e.g. 512Mi).
+type bytesFlag struct{ n *int64 }
+
+func (f bytesFlag) String() string { return resource.NewQuantity(*f.n, resource.BinarySI).String() }
+
+func (f bytesFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	*f.n = q.Value()
+	return nil
+}
+
+func (f bytesFlag) Type() string { return "quantity" }

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"calaf.io/calaf/policy"
+	"calaf.io/calaf/render"
+	"calaf.io/calaf/tosca"
+)
+
+// renderPolicy is the render policy an offline command checks its render against, as the
+// operator does: the built-in policy, or the file --policy names (what the operator is
+// given with --render-policy).
+type renderPolicy struct {
+	file string
+}
+
+func (p *renderPolicy) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&p.file, "policy", "", "render policy file (kind RenderPolicy) the render must pass, as the operator's --render-policy (default: the built-in policy)")
+}
+
+// check refuses what the policy refuses of a render for a Service in namespace.
+func (p *renderPolicy) check(compiled *tosca.Compiled, namespace string, result *render.Result) error {
+	rules := &policy.Policy{}
+	if p.file != "" {
+		var err error
+		if rules, err = policy.Load(p.file); err != nil {
+			return usageError{err}
+		}
+	}
+	entry := compiled.Package.Entry
+	if vnfd := compiled.VNFD(); vnfd != nil {
+		entry = vnfd.FlavourFile
+	}
+	return rules.Check(entry, namespace, result.Nodes, policy.Offline)
+}
+
+// run validates a local package before deploy uploads it, as validate does: compiled and
+// rendered in a worker, the render checked against the policy, warnings written.
+func (check validation) run(ctx context.Context, pkg *tosca.Package, service, namespace string) error {
+	compiler, err := check.isolation.compiler()
+	if err != nil {
+		return err
+	}
+	compiled, err := compiler.CompileWith(ctx, pkg, check.inputs, check.options)
+	if err != nil {
+		return err
+	}
+	renderer, err := check.isolation.renderer()
+	if err != nil {
+		return err
+	}
+	result, err := renderer.Render(ctx, compiled, render.Options{Service: service, Namespace: namespace, Instantiate: check.request})
+	if err != nil {
+		return err
+	}
+	if err := check.policy.check(compiled, namespace, result); err != nil {
+		return err
+	}
+	writeWarnings(check.warnings, result.Warnings)
+	return nil
+}

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Classes of untrusted input (issue 15).
+const (
+	classIsolation  = "isolation"
+	classPolicy     = "policy"
+	classValidation = "validation"
+)
+
+// derivationCycleTemplate makes Puccini's Go code recurse until its stack overflows.
+const derivationCycleTemplate = `tosca_definitions_version: tosca_simple_yaml_1_3
+imports:
+- ` + profileImport + `
+data_types:
+  A:
+    derived_from: B
+  B:
+    derived_from: A
+topology_template:
+  inputs:
+    x:
+      type: A
+      default: {}
+  node_templates:
+    cm:
+      type: calaf.nodes.ConfigMap
+`
+
+// aliasExpansion anchors a 4 MB string and refers to it 300 times: few alias nodes, a
+// gigabyte once expanded.
+func aliasExpansion() string {
+	var b strings.Builder
+	b.WriteString(strings.Replace(serviceYAML("", "", ""), "metadata:\n", "metadata:\n  big: &big \""+strings.Repeat("x", 4<<20)+"\"\n", 1))
+	b.WriteString("    copies:\n      type: calaf.nodes.ConfigMap\n      properties:\n        data:\n")
+	for i := range 300 {
+		fmt.Fprintf(&b, "          k%d: *big\n", i)
+	}
+	return b.String()
+}
+
+// deploymentWith is a renderer returning a Deployment whose pod spec is extended by the
+// JavaScript object literal spec and its container by container.
+func deploymentWith(spec, container string) string {
+	return fmt.Sprintf(`[{ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' },
+  spec: { selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } },
+    spec: Object.assign({ containers: [Object.assign({ name: 'app', image: 'busybox:1.36' }, %s)] }, %s) } } }]`, container, spec)
+}
+
+// configMap is a renderer returning a ConfigMap of the given JavaScript fields.
+func configMap(fields string) string {
+	return "[Object.assign({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }, " + fields + ")]"
+}
+
+func untrustedCases() []untrustedCase {
+	const thing = `service.yaml: node "thing": `
+	return []untrustedCase{
+		{classIsolation, "Puccini's stack overflows (data type derivation cycle)", service(derivationCycleTemplate),
+			"service.yaml: compile of the package crashed: stack overflow in github.com/tliron/puccini/tosca/grammars/tosca_v2_0.(*DataType).GetInternalTypeName (a goroutine stack above 64 MiB: a cycle in the package's types or data?)"},
+		{classIsolation, "a scriptlet doubles a string", service(functionTemplate("exports.evaluate = function() { let s = 'x'; while (true) { s = s + s; } };")),
+			"service.yaml: render of the package exceeded 512 MiB of memory"},
+		{classIsolation, "300 aliases of a 4 MB string", service(aliasExpansion()),
+			"service.yaml: compile of the package exceeded 512 MiB of memory"},
+		{classIsolation, "a renderer result escaping the plain copy (Symbol.toStringTag)",
+			renderer("(function () { let o = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }; o[Symbol.toStringTag] = 'String'; o.valueOf = function () { return o; }; return [o]; })()"),
+			thing + `ConfigMap "x": valueOf: a function is not data`},
+
+		{classPolicy, "ClusterRoleBinding to cluster-admin", renderer("[{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'own' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'default' }] }]"),
+			thing + `ClusterRoleBinding "own": refused by the render policy: ClusterRoleBinding.rbac.authorization.k8s.io is on the denylist (RBAC that grants cluster roles)`},
+		{classPolicy, "RoleBinding to cluster-admin", renderer("[{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'own' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: 'default' }] }]"),
+			thing + `RoleBinding "own": refused by the render policy: a RoleBinding to a ClusterRole is on the denylist (RBAC that grants cluster roles): bind a Role of the namespace`},
+		{classPolicy, "mutating webhook", renderer("[{ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: 'hook' } }]"),
+			thing + `MutatingWebhookConfiguration "hook": refused by the render policy: MutatingWebhookConfiguration.admissionregistration.k8s.io is on the denylist (admission webhooks and policies)`},
+		{classPolicy, "a kube-system Namespace", renderer("[{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-system' } }]"),
+			thing + `Namespace "kube-system": refused by the render policy: cluster-scoped objects are not allowed (clusterScoped: false)`},
+		{classPolicy, "the package's own calaf.io Service", renderer("[{ apiVersion: 'calaf.io/v1alpha1', kind: 'Service', metadata: { name: ctx.service.name } }]"),
+			thing + `Service "demo": refused by the render policy: Service.calaf.io is on the denylist (Calaf's own kinds)`},
+		{classPolicy, "the operator's state Secret", renderer("[{ apiVersion: 'v1', kind: 'Secret', metadata: { name: ctx.service.name + '.calaf-state' } }]"),
+			thing + `Secret "demo.calaf-state": refused by the render policy: the name ends with .calaf-state, which names the operator's state of a Service (on the denylist)`},
+		{classPolicy, "a privileged container", renderer(deploymentWith("{}", "{ securityContext: { privileged: true } }")),
+			thing + `Deployment "web": refused by the render policy: spec.template.spec.containers[0].securityContext.privileged: privileged containers are not allowed in namespace "default"`},
+		{classPolicy, "the host's network", renderer(deploymentWith("{ hostNetwork: true }", "{}")),
+			thing + `Deployment "web": refused by the render policy: spec.template.spec.hostNetwork: host namespaces are not allowed in namespace "default"`},
+		{classPolicy, "the host's root as a hostPath volume", renderer(deploymentWith("{ volumes: [{ name: 'root', hostPath: { path: '/' } }] }", "{}")),
+			thing + `Deployment "web": refused by the render policy: spec.template.spec.volumes[0].hostPath: hostPath volumes are not allowed (path "/") in namespace "default"`},
+
+		{classValidation, "an invalid name", renderer("[{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'Bad_Name' } }]"),
+			thing + `ConfigMap "Bad_Name": metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+		{classValidation, "an invalid label", renderer(configMap("{ metadata: { name: 'x', labels: { tier: 'front end' } } }")),
+			thing + `ConfigMap "x": metadata.labels: Invalid value: "front end": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
+		{classValidation, "an invalid annotation", renderer(configMap("{ metadata: { name: 'x', annotations: { 'bad key!': 'v' } } }")),
+			thing + `ConfigMap "x": metadata.annotations: Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`},
+		{classValidation, "an invalid quantity", renderer(deploymentWith("{}", "{ resources: { limits: { cpu: '3 cpus' } } }")),
+			thing + `Deployment "web": a field of the wrong type: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`},
+		{classValidation, "an invalid port", renderer(deploymentWith("{}", "{ ports: [{ containerPort: 70000 }] }")),
+			thing + `Deployment "web": spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`},
+		{classValidation, "NaN", renderer(configMap("{ data: { ratio: NaN } }")),
+			thing + `ConfigMap "x": data.ratio: NaN is not a JSON number`},
+		{classValidation, "Infinity", renderer(configMap("{ data: { limit: 1 / 0 } }")),
+			thing + `ConfigMap "x": data.limit: Infinity is not a JSON number`},
+		{classValidation, "a function", renderer(configMap("{ data: { f: function () { return 1; } } }")),
+			thing + `ConfigMap "x": data.f: a function is not data`},
+		{classValidation, "a 20 MB ConfigMap", renderer(configMap("{ data: { blob: 'x'.repeat(20 << 20) } }")),
+			thing + `ConfigMap "x": 20971723 bytes, more than the API server's limit of 1.5 MiB per object`},
+		{classValidation, "17 ConfigMaps of 1 MB", renderer("Array.from({ length: 17 }, function (_, i) { return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'part-' + i }, data: { blob: 'x'.repeat(1000000) } }; })"),
+			"service.yaml: the objects rendered take 17006851 bytes, more than the limit of 16 MiB per package"},
+	}
+}
+
+// TestUntrustedCasesCover checks that every class has cases.
+func TestUntrustedCasesCover(t *testing.T) {
+	count := map[string]int{}
+	for _, c := range untrustedCases() {
+		count[c.class]++
+	}
+	for _, class := range []string{classIsolation, classPolicy, classValidation} {
+		if count[class] < 3 {
+			t.Errorf("class %s has %d cases", class, count[class])
+		}
+	}
+}

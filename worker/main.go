@@ -1,0 +1,66 @@
+package worker
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+)
+
+// commandName is the hidden command a pool starts its workers with: `calaf worker`.
+const commandName = "worker"
+
+// testingGuard comes before commandName when a test binary starts workers: a test binary
+// whose TestMain does not call Main then runs no test and exits, instead of running its
+// tests again (and starting workers of its own).
+const testingGuard = "-test.run=^$"
+
+// defaultCommand is this executable started as a worker.
+func defaultCommand() ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("worker command: %w", err)
+	}
+	if testing.Testing() {
+		return []string{exe, testingGuard, commandName}, nil
+	}
+	return []string{exe, commandName}, nil
+}
+
+// Main serves as a worker when args (a process's os.Args) say it was started as one, and
+// returns its exit code; isWorker is false otherwise. Test binaries whose code starts
+// pools call it first in TestMain, as calaf does through its hidden command.
+func Main(args []string) (code int, isWorker bool) {
+	switch {
+	case len(args) > 1 && args[1] == commandName:
+		args = args[2:]
+	case len(args) > 2 && args[1] == testingGuard && args[2] == commandName:
+		args = args[3:]
+	default:
+		return 0, false
+	}
+	return Run(args, os.Stdin, os.Stdout, os.Stderr), true
+}
+
+// Run is a worker process: it reads its limits from args (--memory, --stack, in bytes),
+// serves requests on in and out, and logs on errOut. It returns the exit code.
+func Run(args []string, in io.Reader, out, errOut io.Writer) int {
+	flags := flag.NewFlagSet(commandName, flag.ContinueOnError)
+	flags.SetOutput(errOut)
+	limits := DefaultLimits()
+	flags.Int64Var(&limits.Memory, "memory", limits.Memory, "address space the worker may add to what it reserved at start, in bytes")
+	flags.Int64Var(&limits.Stack, "stack", limits.Stack, "maximum stack of one goroutine, in bytes")
+	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+	log := logr.New(funcr.New(func(prefix, args string) { fmt.Fprintln(errOut, prefix, args) }, funcr.Options{}).GetSink())
+	if err := Serve(in, out, limits, log); err != nil {
+		fmt.Fprintln(errOut, "worker:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,233 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is one worker process and the pool's end of its pipes.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  *bufio.Writer
+	pipe   io.WriteCloser
+	stdout *bufio.Reader
+	stderr *tail
+	// done is closed once the process has exited and its stderr is read.
+	done  chan struct{}
+	hello hello
+	// served counts the requests it answered.
+	served int
+	// clouts mirrors the worker's cache of decoded Clouts, most recently used first: the
+	// same operations in the same order, so the pool knows which compile keys it need not
+	// send again.
+	clouts []string
+}
+
+// hasClout tells whether the worker holds the Clout of a compile key.
+func (pr *process) hasClout(key string) bool {
+	return slices.Contains(pr.clouts, key)
+}
+
+// forgetClout records that the worker does not hold the Clout of a compile key.
+func (pr *process) forgetClout(key string) {
+	pr.clouts = slices.DeleteFunc(pr.clouts, func(k string) bool { return k == key })
+}
+
+// usedClout records that the worker decoded, or used, the Clout of a compile key: as its
+// cache does, the key moves first and the oldest beyond the cache's size go.
+func (pr *process) usedClout(key string) {
+	pr.clouts = slices.DeleteFunc(pr.clouts, func(k string) bool { return k == key })
+	pr.clouts = append([]string{key}, pr.clouts...)
+	if len(pr.clouts) > cloutsPerWorker {
+		pr.clouts = pr.clouts[:cloutsPerWorker]
+	}
+}
+
+// startProcess starts a worker and greets it.
+func (p *Pool) startProcess(ctx context.Context) (*process, error) {
+	args := append(append([]string{}, p.opts.Command[1:]...),
+		"--memory", strconv.FormatInt(p.opts.Limits.Memory, 10), "--stack", strconv.FormatInt(p.opts.Limits.Stack, 10))
+	cmd := exec.Command(p.opts.Command[0], args...)
+	cmd.Env = append([]string{"TMPDIR=" + os.TempDir(), "GOTRACEBACK=single"}, p.opts.Env...)
+	cmd.SysProcAttr = sysProcAttr()
+	pr := &process{cmd: cmd, done: make(chan struct{})}
+	pr.stderr = newTail(64<<10, func(line string) { p.opts.Log.V(1).Info(line, "worker", cmd.Process.Pid) })
+	cmd.Stderr = pr.stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start a worker (%s): %w", p.opts.Command[0], err)
+	}
+	if p.opts.OnStart != nil {
+		p.opts.OnStart()
+	}
+	pr.pipe, pr.stdin, pr.stdout = stdin, bufio.NewWriterSize(stdin, 64<<10), bufio.NewReaderSize(stdout, 64<<10)
+	go func() {
+		_ = cmd.Wait()
+		if p.opts.OnExit != nil {
+			p.opts.OnExit(usageOf(cmd.ProcessState))
+		}
+		close(pr.done)
+	}()
+	if err := pr.greet(ctx); err != nil {
+		pr.kill()
+		return nil, fmt.Errorf("%s is not a Calaf worker of this version: no answer to hello (%w)%s", p.opts.Command[0], err, lastLines(pr.stderr.String(), 3))
+	}
+	return pr, nil
+}
+
+// cloutsPerWorker is the size of a worker's Clout cache.
+const cloutsPerWorker = 4
+
+// greet exchanges hellos: the worker must be built from the same sources.
+func (pr *process) greet(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() {
+		if err := writeFrame(pr.stdin, &hello{Version: protocolVersion, Layout: layout()}); err != nil {
+			answered <- err
+			return
+		}
+		if err := pr.stdin.Flush(); err != nil {
+			answered <- err
+			return
+		}
+		answered <- readFrame(pr.stdout, 1<<20, &pr.hello)
+	}()
+	select {
+	case err := <-answered:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// call sends a request and waits for its response, stopping the worker when it runs past
+// the wall deadline or uses more CPU time than cpu, or when ctx ends. A worker that ends
+// while it works returns an *ended.
+func (pr *process) call(ctx context.Context, req *request, deadline, cpu time.Duration, limits Limits, maxResponse int64) (*response, error) {
+	type outcome struct {
+		resp *response
+		err  error
+	}
+	answered := make(chan outcome, 1)
+	go func() {
+		var resp response
+		err := writeFrame(pr.stdin, req)
+		if err == nil {
+			err = pr.stdin.Flush()
+		}
+		if err == nil {
+			err = readFrame(pr.stdout, maxResponse, &resp)
+		}
+		answered <- outcome{&resp, err}
+	}()
+	start, _ := cpuTime(pr.cmd.Process.Pid)
+	timer := time.NewTimer(deadline)
+	defer timer.Stop()
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		select {
+		case o := <-answered:
+			if o.err != nil {
+				return nil, pr.failed(o.err, limits)
+			}
+			pr.served++
+			return o.resp, nil
+		case <-ctx.Done():
+			pr.kill()
+			return nil, ctx.Err()
+		case <-timer.C:
+			pr.kill()
+			return nil, &ended{deadlineEnding(deadline)}
+		case <-ticker.C:
+			if used, ok := cpuTime(pr.cmd.Process.Pid); ok && used-start > cpu {
+				pr.kill()
+				return nil, &ended{cpuEnding(cpu)}
+			}
+		}
+	}
+}
+
+// failed explains a failed exchange: the worker's end when it died, else the error.
+func (pr *process) failed(err error, limits Limits) error {
+	var tooLarge *errFrameTooLarge
+	if errors.As(err, &tooLarge) {
+		pr.kill()
+		return &ended{Ending{Kind: "response", Text: "answered with " + tooLarge.Error()}}
+	}
+	select {
+	case <-pr.done:
+	case <-time.After(5 * time.Second):
+		pr.kill()
+	}
+	return &ended{diagnose(pr.cmd.ProcessState, pr.stderr.String(), limits)}
+}
+
+// kill stops the process and waits until it is gone.
+func (pr *process) kill() {
+	_ = pr.cmd.Process.Kill()
+	_ = pr.pipe.Close()
+	<-pr.done
+}
+
+// stop ends an idle worker: closing its stdin ends its loop; it is killed if it lingers.
+func (pr *process) stop() {
+	_ = pr.pipe.Close()
+	select {
+	case <-pr.done:
+	case <-time.After(2 * time.Second):
+		pr.kill()
+	}
+}
+
+// ended is a worker that ended while it worked.
+type ended struct {
+	Ending
+}
+
+func (e *ended) Error() string { return e.Text }
+
+// lastLines returns the last n non-empty lines of s, as a suffix of a message.
+func lastLines(s string, n int) string {
+	var lines []string
+	for _, line := range strings.Split(s, "\n") {
+		if line != "" {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return ": " + truncate(strings.Join(lines, " / "), 500)
+}
+
+// usageOf reads what an exited process used.
+func usageOf(state *os.ProcessState) Usage {
+	usage := Usage{CPU: state.UserTime() + state.SystemTime()}
+	if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
+		usage.PeakBytes = ru.Maxrss << 10
+	}
+	return usage
+}
