@@ -130,6 +130,9 @@ func TestUntrustedInputs(t *testing.T) {
 				if want := "error: " + c.want + "\n"; stderr != want {
 					t.Errorf("calaf %s: stderr\n%q\nwant\n%q", command, stderr, want)
 				}
+				if m.peak >= maxCaseMemory {
+					t.Errorf("calaf %s: peak memory %d MiB, the limits of the worker allow less than %d MiB", command, m.peak>>20, maxCaseMemory>>20)
+				}
 				if command == "render" && stdout != "" {
 					t.Errorf("calaf render printed objects of a refused package:\n%s", stdout)
 				}
@@ -141,6 +144,10 @@ func TestUntrustedInputs(t *testing.T) {
 		})
 	}
 }
+
+// maxCaseMemory bounds the resident memory of every process of a case: the worker's limit
+// (512 MiB of address space above what it reserved at start) enforces it.
+const maxCaseMemory = 1 << 30
 
 const untrustedTitle = "## Untrusted packages"
 
