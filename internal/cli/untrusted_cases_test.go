@@ -44,6 +44,43 @@ func aliasExpansion() string {
 	return b.String()
 }
 
+// pollution is a package whose node "evil" pollutes Object.prototype with a
+// serviceAccountName and a command — in its renderer, or in a TOSCA function evaluated for
+// one of its properties (inFunction) — before the Deployment "web" and the node "zprobe"
+// render; zprobe's renderer fails, saying what it sees of the pollution.
+func pollution(inFunction bool) string {
+	const pollute = "Object.prototype.serviceAccountName = 'cluster-admin-sa'; Object.prototype.command = ['sh', '-c', 'steal'];"
+	function, renderer, property := "exports.evaluate = function () { return 'x'; };", pollute, ""
+	if inFunction {
+		function, renderer, property = "exports.evaluate = function () { "+pollute+" return 'x'; };", "", "\n      properties: { label: { pollute: [] } }"
+	}
+	return `tosca_definitions_version: tosca_simple_yaml_1_3
+metadata:
+  puccini.scriptlet:tosca.function.pollute: "` + function + `"
+  puccini.scriptlet:evil.render: "exports.render = function () { ` + renderer + ` return []; };"
+  puccini.scriptlet:probe.render: "exports.render = function () { throw 'sees serviceAccountName ' + ({}).serviceAccountName + ', command ' + ({}).command; };"
+imports:
+- ` + profileImport + `
+node_types:
+  x.Evil:
+    derived_from: calaf.nodes.Root
+    metadata: { calaf.render: evil.render }
+    properties: { label: { type: string, required: false } }
+  x.Probe:
+    derived_from: calaf.nodes.Root
+    metadata: { calaf.render: probe.render }
+topology_template:
+  node_templates:
+    evil:
+      type: x.Evil` + property + `
+    web:
+      type: calaf.nodes.Deployment
+      properties: { image: busybox:1.36 }
+    zprobe:
+      type: x.Probe
+`
+}
+
 // deploymentWith is a renderer returning a Deployment whose pod spec is extended by the
 // JavaScript object literal spec and its container by container.
 func deploymentWith(spec, container string) string {
@@ -70,6 +107,12 @@ func untrustedCases() []untrustedCase {
 		{classIsolation, "a renderer result escaping the plain copy (Symbol.toStringTag)",
 			renderer("(function () { let o = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }; o[Symbol.toStringTag] = 'String'; o.valueOf = function () { return o; }; return [o]; })()"),
 			thing + `ConfigMap "x": valueOf: a function is not data`},
+		{classIsolation, "a renderer pollutes Object.prototype (serviceAccountName, command)", service(pollution(false)),
+			`service.yaml: node "zprobe": renderer probe.render: sees serviceAccountName undefined, command undefined`},
+		// Evaluation is one realm (functions see the whole topology): the pollution breaks
+		// Puccini's own traversal there, and no renderer's realm gets it.
+		{classIsolation, "a TOSCA function pollutes Object.prototype", service(pollution(true)),
+			`service.yaml: TypeError: Receiver is not an object: cluster-admin-sa (at internal:tosca.lib.traversal@bc9c945592dc:89:22(222))`},
 
 		{classPolicy, "ClusterRoleBinding to cluster-admin", renderer("[{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'own' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'default' }] }]"),
 			thing + `ClusterRoleBinding "own": refused by the render policy: ClusterRoleBinding.rbac.authorization.k8s.io is on the denylist (RBAC that grants cluster roles)`},
