@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -11,6 +12,8 @@ const (
 	classIsolation  = "isolation"
 	classPolicy     = "policy"
 	classValidation = "validation"
+	classArchive    = "archive"
+	classInputs     = "inputs"
 )
 
 // derivationCycleTemplate makes Puccini's Go code recurse until its stack overflows.
@@ -94,8 +97,15 @@ func configMap(fields string) string {
 	return "[Object.assign({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }, " + fields + ")]"
 }
 
+// thing prefixes the diagnostics about the vendor node of renderer's packages.
+const thing = `service.yaml: node "thing": `
+
+// untrustedCases are the cases of TestUntrustedInputs, class by class.
 func untrustedCases() []untrustedCase {
-	const thing = `service.yaml: node "thing": `
+	return slices.Concat(isolationCases(), policyCases(), validationCases(), archiveCases(), inputCases())
+}
+
+func isolationCases() []untrustedCase {
 	return []untrustedCase{
 		{classIsolation, "Puccini's stack overflows (data type derivation cycle)", service(derivationCycleTemplate),
 			"service.yaml: compile of the package crashed: stack overflow in github.com/tliron/puccini/tosca/grammars/tosca_v2_0.(*DataType).GetInternalTypeName (a goroutine stack above 64 MiB: a cycle in the package's types or data?)"},
@@ -113,7 +123,11 @@ func untrustedCases() []untrustedCase {
 		// Puccini's own traversal there, and no renderer's realm gets it.
 		{classIsolation, "a TOSCA function pollutes Object.prototype", service(pollution(true)),
 			`service.yaml: TypeError: Receiver is not an object: cluster-admin-sa (at internal:tosca.lib.traversal@bc9c945592dc:89:22(222))`},
+	}
+}
 
+func policyCases() []untrustedCase {
+	return []untrustedCase{
 		{classPolicy, "ClusterRoleBinding to cluster-admin", renderer("[{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'own' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'default' }] }]"),
 			thing + `ClusterRoleBinding "own": refused by the render policy: ClusterRoleBinding.rbac.authorization.k8s.io is on the denylist (RBAC that grants cluster roles)`},
 		{classPolicy, "RoleBinding to cluster-admin", renderer("[{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'own' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: 'default' }] }]"),
@@ -132,7 +146,11 @@ func untrustedCases() []untrustedCase {
 			thing + `Deployment "web": refused by the render policy: spec.template.spec.hostNetwork: host namespaces are not allowed in namespace "default"`},
 		{classPolicy, "the host's root as a hostPath volume", renderer(deploymentWith("{ volumes: [{ name: 'root', hostPath: { path: '/' } }] }", "{}")),
 			thing + `Deployment "web": refused by the render policy: spec.template.spec.volumes[0].hostPath: hostPath volumes are not allowed (path "/") in namespace "default"`},
+	}
+}
 
+func validationCases() []untrustedCase {
+	return []untrustedCase{
 		{classValidation, "an invalid name", renderer("[{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'Bad_Name' } }]"),
 			thing + `ConfigMap "Bad_Name": metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 		{classValidation, "an invalid label", renderer(configMap("{ metadata: { name: 'x', labels: { tier: 'front end' } } }")),
@@ -162,7 +180,7 @@ func TestUntrustedCasesCover(t *testing.T) {
 	for _, c := range untrustedCases() {
 		count[c.class]++
 	}
-	for _, class := range []string{classIsolation, classPolicy, classValidation} {
+	for _, class := range []string{classIsolation, classPolicy, classValidation, classArchive, classInputs} {
 		if count[class] < 3 {
 			t.Errorf("class %s has %d cases", class, count[class])
 		}
