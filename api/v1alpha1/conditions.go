@@ -27,13 +27,13 @@ const (
 	ReasonRenderFailed         = "RenderFailed"
 	// ReasonPolicyViolation: the render policy the cluster admin set refuses an object the
 	// package renders; nothing of that render was sent to the API server.
-	ReasonPolicyViolation = "PolicyViolation"
-	ReasonApplyFailed          = "ApplyFailed"
-	ReasonPruneFailed          = "PruneFailed"
-	ReasonHealthCheckFailed    = "HealthCheckFailed"
-	ReasonOperationFailed      = "OperationFailed"
-	ReasonDeleting             = "Deleting"
-	ReasonInternalError        = "InternalError"
+	ReasonPolicyViolation   = "PolicyViolation"
+	ReasonApplyFailed       = "ApplyFailed"
+	ReasonPruneFailed       = "PruneFailed"
+	ReasonHealthCheckFailed = "HealthCheckFailed"
+	ReasonOperationFailed   = "OperationFailed"
+	ReasonDeleting          = "Deleting"
+	ReasonInternalError     = "InternalError"
 	// ReasonNotReached: an earlier stage failed for this generation, so this one is not
 	// known (status Unknown) — what runs is still an earlier revision's.
 	ReasonNotReached = "NotReached"
