@@ -27,6 +27,7 @@ import (
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/worker"
 )
 
 // The lifecycle tests run the whole operator (Service reconciler and lifecycle
@@ -40,6 +41,9 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
+	if code, isWorker := worker.Main(os.Args); isWorker {
+		os.Exit(code) // the operator's worker processes are this binary too
+	}
 	os.Exit(run(m))
 }
 
