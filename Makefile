@@ -66,9 +66,24 @@ test: deps ground-build ## Unit, API-server (envtest) and node-mode end-to-end t
 	$(MAKE) test-e2e
 
 .PHONY: test-unit
-test-unit: ## Unit and envtest integration tests (real kube-apiserver + etcd), never from the test cache; then test-race.
+test-unit: ## Unit and envtest integration tests (real kube-apiserver + etcd), never from the test cache; then test-race and test-fuzz.
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 $(GO_TEST_FLAGS) ./...
 	$(MAKE) test-race
+	$(MAKE) test-fuzz
+
+# The fuzz targets (package:target) and how long each runs in make test; their seed corpora
+# are in the packages' testdata/fuzz (go test runs those as plain tests too).
+FUZZ_TARGETS := ./tosca/:FuzzOpenArchive ./tosca/:FuzzParseMeta ./tosca/:FuzzParseManifest \
+	./tosca/:FuzzInputsAsData ./render/:FuzzValidateObjects
+FUZZ_TIME ?= 5s
+
+.PHONY: test-fuzz
+test-fuzz: ## A short fuzz run of every fuzz target (FUZZ_TIME each, 5s by default): package loader, TOSCA.meta and .mf parsers, input conversion, rendered-object validation.
+	@for target in $(FUZZ_TARGETS); do \
+		pkg=$${target%%:*}; name=$${target##*:}; \
+		echo "go test -run '^$$' -fuzz '^$$name$$' -fuzztime=$(FUZZ_TIME) $$pkg"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime=$(FUZZ_TIME) $$pkg || exit 1; \
+	done
 
 # The packages that compile and render concurrently, under the race detector (it needs cgo:
 # skipped, saying so, where no C compiler is installed).

@@ -1,27 +1,13 @@
-// calaf.driver: resolves requirements, coerces values, and renders every node template
-// through the renderer its type names in "calaf.render" metadata. Run by package render in
-// the tosca sandbox; returns plain data, prints nothing.
+// calaf.driver: resolves requirements, coerces values, and returns every node template as
+// plain data, with the renderer its type names in "calaf.render" metadata and the views
+// the renderers get (package render runs each renderer in a realm of its own: calaf.realm).
+// Run by package render in the tosca sandbox; returns plain data, prints nothing.
 const traversal = require('tosca.lib.traversal');
 const tosca = require('tosca.lib.utils');
 
-// plain copies a value out of Go wrappers into plain JavaScript data.
-function plain(value, depth) {
-  depth = depth || 0;
-  if (depth > 100) throw 'value nested more than 100 levels deep (does it contain itself?)';
-  if (value === null || value === undefined) return value;
-  let kind = Object.prototype.toString.call(value);
-  if (kind === '[object String]' || kind === '[object Number]' || kind === '[object Boolean]') return value.valueOf();
-  if (typeof value !== 'object') return value;
-  if (kind === '[object Date]') return value.toISOString();
-  if (kind === '[object Array]') {
-    let list = [];
-    for (let i = 0; i < value.length; i++) list.push(plain(value[i], depth + 1));
-    return list;
-  }
-  let object = {};
-  for (let key in value) object[key] = plain(value[key], depth + 1);
-  return object;
-}
+const realm = require('calaf.realm');
+const plain = realm.plain;
+const errorMessage = realm.errorMessage;
 
 // typeChain returns a type hierarchy as names, most derived first.
 function typeChain(types) {
@@ -200,12 +186,6 @@ function requireObservedAttributes() {
   };
 }
 
-// errorMessage describes what a scriptlet threw: a string, an Error, a Go error.
-function errorMessage(x) {
-  if (x && x.value && x.value.error) return String(x.value.error());
-  return String(x);
-}
-
 exports.run = function (params) {
   require('tosca.resolve');
   if (!problems.empty()) return { nodes: [], outputs: {}, outputErrors: {} };
@@ -256,43 +236,17 @@ exports.run = function (params) {
     }
   }
 
-  let ctx = {
-    service: { name: params.service, namespace: params.namespace },
-    objectName: function (nodeName) { return calaf.objectName(params.service, nodeName); },
-    selector: function (nodeName) {
-      return { 'calaf.io/service': params.service, 'calaf.io/node': calaf.labelValue(nodeName) };
-    },
-    readFile: function (path) { return calaf.readFile(path); },
-    parseYAML: function (text) { return calaf.parseYaml(text); },
-    nodes: views,
-  };
-
   for (let v = 0; v < vertexes.length; v++) {
     let vertex = vertexes[v];
     let view = views[vertex.properties.name];
-    let result = { objects: [], attributes: {} };
-    let renderer = view.typeMetadata['calaf.render'];
-    if (renderer && params.render) {
-      try {
-        let rendered = require(renderer).render(view, ctx);
-        if (Array.isArray(rendered)) rendered = { objects: rendered };
-        if (rendered) {
-          // Copied as plain data, so that Go receives no cycles.
-          result.objects = plain(rendered.objects || []);
-          result.attributes = plain(rendered.attributes || {});
-        }
-      } catch (x) {
-        throw util.sprintf('node %q: renderer %s: %s', view.name, renderer, errorMessage(x));
-      }
-    }
     nodes.push({
       name: view.name,
       type: view.type,
       types: view.types,
-      renderer: renderer || '',
+      renderer: view.typeMetadata['calaf.render'] || '',
       properties: view.properties,
-      objects: result.objects,
-      attributes: result.attributes,
+      objects: [],
+      attributes: {},
       relationships: view.relationships.map(function (r) {
         return { requirement: r.requirement, type: r.type, types: r.types, target: r.target.name };
       }),
@@ -305,8 +259,23 @@ exports.run = function (params) {
   return {
     nodes: nodes, outputs: outputs.outputs, outputErrors: outputs.errors,
     policies: policiesOf(), occurrences: occurrenceShortfalls(),
+    views: params.render ? viewsJSON(views) : '',
   };
 };
+
+// viewsJSON is the views as JSON text, relationship targets by name: each node's realm
+// parses its own copy (package render renders every node in a realm of its own).
+function viewsJSON(views) {
+  let copies = {};
+  for (let name in views) {
+    let copy = Object.assign({}, views[name]);
+    copy.relationships = views[name].relationships.map(function (r) {
+      return Object.assign({}, r, { target: r.target.name });
+    });
+    copies[name] = copy;
+  }
+  return JSON.stringify(copies);
+}
 
 // policiesOf returns every policy with its evaluated properties and its target nodes.
 function policiesOf() {

@@ -23,6 +23,7 @@ func Evaluate(ctx contextpkg.Context, compiled *tosca.Compiled, timeout time.Dur
 	}
 	if calaf, ok := ard.With(clout.Metadata).Get("puccini", "scriptlets", "calaf").StringMap(); ok {
 		delete(calaf, "driver")
+		delete(calaf, "realm")
 	}
 	return clout, nil
 }
@@ -36,8 +37,10 @@ func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := js.SetScriptlet(driverScriptlet, driverSource, clout); err != nil {
-		return nil, nil, err
+	for name, source := range map[string]string{driverScriptlet: driverSource, realmScriptlet: realmSource} {
+		if err := js.SetScriptlet(name, source, clout); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := setAttributes(clout, attributes); err != nil {
 		return nil, nil, err
@@ -45,24 +48,34 @@ func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[
 	probs := problems.NewProblems(nil)
 	sandbox := &tosca.Sandbox{Timeout: timeout, Log: log, Programs: programs, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}}}
 	result, execErr := sandbox.Exec(ctx, clout, probs, driverScriptlet, function, params)
+	if err := driverFailure(compiled, probs, execErr); err != nil {
+		return nil, nil, err
+	}
+	return clout, result, nil
+}
+
+// driverFailure turns the problems that scriptlets reported and the failure of a run of
+// the driver (or of a node's realm) into an *tosca.InvalidError, nil when there are none;
+// an error of Calaf's own is returned as it is.
+func driverFailure(compiled *tosca.Compiled, probs *problems.Problems, execErr error) error {
 	diags := problemDiagnostics(compiled, probs)
 	if execErr != nil {
 		var scriptErr *tosca.ScriptError
 		if !errors.As(execErr, &scriptErr) {
-			return nil, nil, execErr
+			return execErr
 		}
-		diags = append(diags, tosca.Diagnostic{File: pkg.Entry, Message: driverMessage(scriptErr)})
+		diags = append(diags, tosca.Diagnostic{File: compiled.Package.Entry, Message: driverMessage(scriptErr)})
 	}
 	if len(diags) > 0 {
-		return nil, nil, &tosca.InvalidError{Diagnostics: diags}
+		return &tosca.InvalidError{Diagnostics: diags}
 	}
-	return clout, result, nil
+	return nil
 }
 
 // driverMessage words a failure of the driver for the package author: the driver itself is
 // Calaf's, the scriptlets it runs (functions, renderers) are the package's or a profile's.
 func driverMessage(err *tosca.ScriptError) string {
-	if err.Scriptlet != driverScriptlet {
+	if err.Scriptlet != driverScriptlet && err.Scriptlet != realmScriptlet {
 		return err.Error()
 	}
 	if err.Timeout {

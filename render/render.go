@@ -105,7 +105,9 @@ func renderKey(compileKey string, opts Options) string {
 }
 
 // RenderUncached renders in this process, bypassing the cache and Run: what a worker
-// process does for a Renderer whose Run sends it the render.
+// process does for a Renderer whose Run sends it the render. Requirements are resolved and
+// values evaluated in one JavaScript realm, then every node's renderer runs in a realm of
+// its own (realms), all within opts.Timeout.
 func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error) {
 	params := map[string]any{
 		"service":   opts.Service,
@@ -113,8 +115,17 @@ func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 		"root":      compiled.Package.Root + "/",
 		"render":    true,
 	}
+	start := time.Now()
 	_, raw, err := runDriver(ctx, compiled, opts.Attributes, opts.Timeout, r.Log, r.programs, "run", params)
 	if err != nil {
+		return nil, err
+	}
+	data, _ := raw.(map[string]any)
+	realms, err := newRealms(compiled, start, opts.Timeout, r.Log, r.programs)
+	if err != nil {
+		return nil, err
+	}
+	if err := realms.renderNodes(ctx, data, opts); err != nil {
 		return nil, err
 	}
 	result, err := assemble(raw, opts)
@@ -122,7 +133,6 @@ func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 		return nil, err
 	}
 	result.Warnings = compiled.Warnings()
-	data, _ := raw.(map[string]any)
 	if err := mapVNF(ctx, compiled, data, result, opts); err != nil {
 		return nil, err
 	}

@@ -56,7 +56,8 @@ func ValidateObjects(entry string, nodes []*Node) error {
 	return nil
 }
 
-// validateObject returns an object's size as JSON and its problems.
+// validateObject returns an object's size as JSON and its problems. An object refused for
+// its size counts 0 towards the package's total, so that it is reported once.
 func validateObject(obj *unstructured.Unstructured) (int, []string) {
 	if problem := checkData(obj.Object, nil, 0); problem != "" {
 		return 0, []string{problem}
@@ -66,7 +67,7 @@ func validateObject(obj *unstructured.Unstructured) (int, []string) {
 		return 0, []string{err.Error()}
 	}
 	if len(data) > MaxObjectBytes {
-		return len(data), []string{fmt.Sprintf("%d bytes, more than the API server's limit of 1.5 MiB per object", len(data))}
+		return 0, []string{fmt.Sprintf("%d bytes, more than the API server's limit of 1.5 MiB per object", len(data))}
 	}
 	var problems []string
 	for _, e := range apivalidation.ValidateObjectMetaAccessor(obj, obj.GetNamespace() != "", nameRule(obj.GroupVersionKind()), field.NewPath("metadata")) {

@@ -239,6 +239,7 @@ func (p *Package) parse(ctx contextpkg.Context, entryURL exturl.URL, plan *compi
 	if err != nil {
 		return nil, Invalid(plan.entry, "compile: %v", err)
 	}
+	stripData(clout)
 	return clout, nil
 }
 
@@ -318,6 +319,9 @@ func (p *Package) diagnostics(probs *problems.Problems) []Diagnostic {
 	}
 	var diags []Diagnostic
 	for _, problem := range probs.Slice() {
+		if isDataKeyProblem(problem.Item) {
+			continue // the copy of an entry that asData added: its entry says it already
+		}
 		d := Diagnostic{File: profiles.Public(p.relativeSource(problem.Section)), Path: problem.Item, Message: profiles.Public(problem.Message)}
 		if strings.HasPrefix(d.Message, "incompatible import") && profiles.IsProfileURL(d.Message) {
 			d.Message += ": the Calaf profiles are TOSCA 1.3, declare tosca_definitions_version: tosca_simple_yaml_1_3"
@@ -371,13 +375,14 @@ func fixPucciniScriptlets(clout *cloutpkg.Clout) error {
 }
 
 // toARDInputs converts decoded inputs to the value shapes Puccini's readers expect.
+// toARDInputs converts input values for Puccini's parser, as data (asData).
 func toARDInputs(inputs map[string]any) map[string]ard.Value {
 	if inputs == nil {
 		return nil
 	}
 	converted := make(map[string]ard.Value, len(inputs))
 	for name, value := range inputs {
-		converted[name] = toARD(value)
+		converted[name] = asData(toARD(value))
 	}
 	return converted
 }

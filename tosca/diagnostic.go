@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"calaf.io/calaf/internal/text"
 )
 
 // Diagnostic is one problem found in a package, located where the source allows.
@@ -18,11 +20,13 @@ type Diagnostic struct {
 	Message string `json:"message"`
 }
 
-// String renders the diagnostic as "file:line:column: path: message".
+// String renders the diagnostic as "file:line:column: path: message", on one line: the
+// control characters of names and messages are escaped (text.Escape), so that a crafted
+// file name cannot forge a line on a terminal or in a log.
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	if d.File != "" {
-		b.WriteString(d.File)
+		b.WriteString(text.Escape(d.File))
 		if d.Line > 0 {
 			fmt.Fprintf(&b, ":%d", d.Line)
 			if d.Column > 0 {
@@ -32,10 +36,10 @@ func (d Diagnostic) String() string {
 		b.WriteString(": ")
 	}
 	if d.Path != "" {
-		b.WriteString(d.Path)
+		b.WriteString(text.Escape(d.Path))
 		b.WriteString(": ")
 	}
-	b.WriteString(d.Message)
+	b.WriteString(text.Escape(d.Message))
 	return b.String()
 }
 

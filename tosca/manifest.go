@@ -158,7 +158,9 @@ func (p *Package) ManifestPath() (string, error) {
 }
 
 // VerifyIntegrity checks the package against its SOL004 manifest, if it has one: every
-// listed file exists and has the digest the manifest gives, with a known algorithm. A
+// listed file exists and has the digest the manifest gives, with a known algorithm, and
+// every file a template imports or refers to (templates, scriptlets, artifacts) is listed;
+// other unlisted files are reported (package sol004 refuses them under a signature). A
 // package without a manifest passes (unless RequireManifest), with an empty report.
 func (p *Package) VerifyIntegrity(opts IntegrityOptions) (*IntegrityReport, error) {
 	report := &IntegrityReport{Verified: map[string][]string{}}
@@ -190,8 +192,15 @@ func (p *Package) VerifyIntegrity(opts IntegrityOptions) (*IntegrityReport, erro
 	for _, entry := range manifest.Entries {
 		c.entry(entry)
 	}
+	referrers := p.Referrers()
 	for _, f := range p.Files {
-		if !c.covered[f.Path] && !isSignatureFile(f.Path) {
+		by, referenced := referrers[f.Path]
+		switch {
+		case c.covered[f.Path]:
+		case referenced:
+			c.problems = append(c.problems, Diagnostic{File: manifestPath, Message: fmt.Sprintf(
+				"%s is not listed in the manifest, and %s imports or refers to it: an unlisted template, script or artifact is refused", f.Path, by)})
+		case !isSignatureFile(f.Path):
 			report.Unlisted = append(report.Unlisted, f.Path)
 		}
 	}
@@ -200,6 +209,23 @@ func (p *Package) VerifyIntegrity(opts IntegrityOptions) (*IntegrityReport, erro
 		return report, &IntegrityError{Diagnostics: c.problems}
 	}
 	return report, nil
+}
+
+// Referrers maps each file that a YAML file of the package imports or refers to (imports,
+// scriptlets, artifacts) to the first such YAML file, in path order.
+func (p *Package) Referrers() map[string]string {
+	referrers := map[string]string{}
+	for _, f := range p.Files {
+		if ext := strings.ToLower(path.Ext(f.Path)); ext != ".yaml" && ext != ".yml" {
+			continue
+		}
+		for _, ref := range p.References(f.Path) {
+			if _, seen := referrers[ref]; !seen && ref != f.Path {
+				referrers[ref] = f.Path
+			}
+		}
+	}
+	return referrers
 }
 
 // integrityCheck is the check of a package's files against its manifest's entries.

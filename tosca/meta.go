@@ -83,13 +83,45 @@ func declaresTOSCA(data []byte) bool {
 	return false
 }
 
+// metaKeys remembers where each key of a TOSCA.meta was given: the keys of a file's block
+// (Name, Content-Type, Algorithm, Hash) once per block, which Name starts, every other key
+// once in the whole file.
+type metaKeys struct {
+	global map[string]int
+	block  map[string]int
+}
+
+// add records a key given on line row, refusing one given before: a duplicated key
+// (two Entry-Definitions) would make the package mean what its last one says.
+func (k *metaKeys) add(key string, row int) error {
+	lower := strings.ToLower(key)
+	seen := &k.global
+	switch lower {
+	case "name":
+		k.block = nil
+		seen = &k.block
+	case "content-type", "algorithm", "hash":
+		seen = &k.block
+	}
+	if *seen == nil {
+		*seen = map[string]int{}
+	}
+	if first, dup := (*seen)[lower]; dup {
+		return &InvalidError{Diagnostics: []Diagnostic{{File: MetaPath, Line: row, Message: fmt.Sprintf("%s is given twice (first on line %d): a key may appear once", key, first)}}}
+	}
+	(*seen)[lower] = row
+	return nil
+}
+
 // parseMeta reads the "Key: value" blocks of TOSCA.meta (TOSCA 1.x and ETSI SOL004). The
-// YAML spelling of TOSCA 2.0 (entry_definitions: ...) is accepted as well.
+// YAML spelling of TOSCA 2.0 (entry_definitions: ...) is accepted as well. A key given
+// twice is refused (metaKeys).
 func parseMeta(data []byte) (map[string]string, error) {
 	meta := map[string]string{}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	scanner := bufio.NewScanner(bytes.NewReader(data))
 	row := 0
+	keys := metaKeys{}
 	for scanner.Scan() {
 		row++
 		line := strings.TrimRight(scanner.Text(), "\r")
@@ -108,6 +140,9 @@ func parseMeta(data []byte) (map[string]string, error) {
 			key = "Entry-Manifest"
 		case "csar_version":
 			key = "CSAR-Version"
+		}
+		if err := keys.add(key, row); err != nil {
+			return nil, err
 		}
 		meta[key] = strings.Trim(strings.TrimSpace(value), `"'`)
 	}

@@ -243,6 +243,8 @@ func openFile(dir, entry string, limits Limits) (*Package, error) {
 	return pkg, nil
 }
 
+// openDirectory reads a package from a directory (.git aside): every entry, directories
+// included, counts against the file limit; links and special files are refused.
 func openDirectory(dir, entry string, limits Limits) (*Package, error) {
 	root, err := filepath.Abs(dir)
 	if err != nil {
@@ -251,17 +253,23 @@ func openDirectory(dir, entry string, limits Limits) (*Package, error) {
 	pkg := &Package{Root: root, limits: limits}
 	var files []File
 	var total int64
+	entries := 0
 	err = filepath.WalkDir(root, func(full string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, full)
 		rel = filepath.ToSlash(rel)
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if rel != "." {
+			if entries++; entries > limits.MaxFiles {
+				return Invalid(rel, "package has more than %d entries (files and directories)", limits.MaxFiles)
+			}
+		}
 		switch {
 		case d.IsDir():
-			if d.Name() == ".git" {
-				return filepath.SkipDir
-			}
 			return nil
 		case d.Type()&fs.ModeSymlink != 0:
 			return Invalid(rel, "symbolic links are not allowed in a package")
@@ -271,9 +279,6 @@ func openDirectory(dir, entry string, limits Limits) (*Package, error) {
 		info, err := d.Info()
 		if err != nil {
 			return err
-		}
-		if len(files)+1 > limits.MaxFiles {
-			return Invalid(rel, "package has more than %d files", limits.MaxFiles)
 		}
 		if info.Size() > limits.MaxFileBytes {
 			return Invalid(rel, "file is %d bytes, more than the limit of %d", info.Size(), limits.MaxFileBytes)
@@ -292,7 +297,7 @@ func openDirectory(dir, entry string, limits Limits) (*Package, error) {
 		if IsInvalid(err) {
 			return nil, err
 		}
-		return nil, Invalid(dir, "cannot read package: %v", err)
+		return nil, Invalid(dir, "cannot read package: %s", strings.ReplaceAll(err.Error(), root+string(filepath.Separator), ""))
 	}
 	if err := pkg.finish(files, entry); err != nil {
 		return nil, err
@@ -378,20 +383,44 @@ func cleanRelative(name string) (string, error) {
 	return clean, nil
 }
 
-// extractor writes archive entries below root, counting what it really decompresses.
+// extractor writes archive entries below root, counting what it really decompresses and
+// every entry, directories included, against the file limit.
 type extractor struct {
-	root   string
-	name   string
-	limits Limits
-	total  int64
-	files  []File
-	seen   map[string]bool
+	root    string
+	name    string
+	limits  Limits
+	total   int64
+	entries int
+	files   []File
+	seen    map[string]bool
+}
+
+// entry counts an entry of the archive by its clean path, refusing one beyond the file
+// limit and one that the archive holds already (as a file or a directory).
+func (x *extractor) entry(clean string) error {
+	if x.entries++; x.entries > x.limits.MaxFiles {
+		return Invalid(x.name, "package has more than %d entries (files and directories)", x.limits.MaxFiles)
+	}
+	if x.seen[clean] {
+		return Invalid(clean, "the archive holds this entry twice")
+	}
+	x.seen[clean] = true
+	return nil
+}
+
+// osError words an error of the file system without the temporary directory the archive
+// is extracted to: paths in it are relative to the package.
+func (x *extractor) osError(err error) string {
+	return strings.ReplaceAll(strings.ReplaceAll(err.Error(), x.root+string(filepath.Separator), ""), x.root, ".")
 }
 
 func (x *extractor) zip(data []byte) error {
 	r, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return Invalid(x.name, "not a valid zip archive (CSAR): %v", err)
+	}
+	if err := checkZipLayout(data, r.File); err != nil {
+		return Invalid(x.name, "ambiguous zip archive: %v", err)
 	}
 	for _, f := range r.File {
 		mode := f.Mode()
@@ -408,7 +437,7 @@ func (x *extractor) zip(data []byte) error {
 		}
 		rc, err := f.Open()
 		if err != nil {
-			return Invalid(f.Name, "cannot read zip entry: %v", err)
+			return Invalid(f.Name, "cannot read zip entry: %v", x.osError(err))
 		}
 		err = x.file(f.Name, rc)
 		rc.Close()
@@ -464,7 +493,13 @@ func (x *extractor) dir(name string) error {
 	if clean == "." {
 		return nil
 	}
-	return os.MkdirAll(filepath.Join(x.root, filepath.FromSlash(clean)), 0o755)
+	if err := x.entry(clean); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(x.root, filepath.FromSlash(clean)), 0o755); err != nil {
+		return Invalid(clean, "cannot extract: %s", x.osError(err))
+	}
+	return nil
 }
 
 func (x *extractor) file(name string, r io.Reader) error {
@@ -475,27 +510,23 @@ func (x *extractor) file(name string, r io.Reader) error {
 	if clean == "." {
 		return Invalid(name, "invalid file name")
 	}
-	if x.seen[clean] {
-		return Invalid(clean, "the archive holds this file twice")
-	}
-	x.seen[clean] = true
-	if len(x.files)+1 > x.limits.MaxFiles {
-		return Invalid(x.name, "package has more than %d files", x.limits.MaxFiles)
+	if err := x.entry(clean); err != nil {
+		return err
 	}
 	full := filepath.Join(x.root, filepath.FromSlash(clean))
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		return err
+		return Invalid(clean, "cannot extract: %s", x.osError(err))
 	}
 	out, err := os.OpenFile(full, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return Invalid(clean, "cannot extract: %v", err)
+		return Invalid(clean, "cannot extract: %s", x.osError(err))
 	}
 	defer out.Close()
 	h := sha256.New()
 	limit := min(x.limits.MaxFileBytes, x.limits.MaxTotalBytes-x.total)
 	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(r, limit+1))
 	if err != nil {
-		return Invalid(clean, "cannot extract: %v", err)
+		return Invalid(clean, "cannot extract: %s", x.osError(err))
 	}
 	if n > limit {
 		return Invalid(clean, "decompresses to more than %d bytes (package limit %d bytes, file limit %d bytes)", limit, x.limits.MaxTotalBytes, x.limits.MaxFileBytes)

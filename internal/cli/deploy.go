@@ -45,10 +45,10 @@ type deployFlags struct {
 	serviceAccount string
 	skipValidation bool
 	// isolation and policy are those of the validation of a local package.
-	isolation      isolation
-	policy         renderPolicy
-	wait           bool
-	waitTimeout    time.Duration
+	isolation   isolation
+	policy      renderPolicy
+	wait        bool
+	waitTimeout time.Duration
 }
 
 func newDeployCommand() *cobra.Command {

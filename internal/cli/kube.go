@@ -50,6 +50,11 @@ func (f *kubeFlags) client() (client.WithWatch, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if f.namespace != "" {
+		if err := checkNamespace("--namespace", f.namespace); err != nil {
+			return nil, "", err
+		}
+	}
 	c, err := client.NewWithWatch(config, client.Options{Scheme: operator.NewScheme()})
 	if err != nil {
 		return nil, "", err

@@ -14,7 +14,9 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	if os.Getenv(cliEnv) == "1" { // a case of TestUntrustedInputs, run as calaf
-		os.Exit(Run(os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+		code := Run(os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+		recordPeak(os.Getenv(statsEnv))
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

@@ -59,7 +59,15 @@ type compiled struct {
 	request   *etsi.Request
 }
 
+// compile checks the names the package is rendered for, then opens the package, verifies
+// its integrity and compiles it with the inputs of the flags.
 func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, error) {
+	if err := checkServiceName("--service", f.service); err != nil {
+		return nil, err
+	}
+	if err := checkNamespace("--namespace", f.namespace); err != nil {
+		return nil, err
+	}
 	inputs, err := f.inputs.parse()
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/tosca"
 )
 
@@ -73,7 +74,8 @@ func Run(args []string, streams Streams) int {
 	return ExitInvalid
 }
 
-// printError writes an error, one diagnostic per line for invalid packages.
+// printError writes an error, one diagnostic per line for invalid packages, each line
+// escaped (text.Escape).
 func printError(w io.Writer, err error) {
 	var integrity *tosca.IntegrityError
 	if errors.As(err, &integrity) {
@@ -88,7 +90,7 @@ func printError(w io.Writer, err error) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "error: %v\n", err)
+	fmt.Fprintf(w, "error: %s\n", text.Escape(err.Error()))
 }
 
 // NewRootCommand returns the calaf command tree.

@@ -9,9 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,10 +71,8 @@ func runAsCLI(t *testing.T, args ...string) (code int, stdout, stderr string, m 
 		t.Fatalf("calaf %s did not return within %s", strings.Join(args, " "), caseTimeout)
 	}
 	m.wall = time.Since(start)
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.peak = ru.Maxrss << 10
-	}
-	m.workerPeak = workerPeak(stats)
+	cliPeak, workerPeak := peaks(stats)
+	m.peak, m.workerPeak = max(cliPeak, workerPeak), workerPeak
 	if exit, ok := err.(*exec.ExitError); ok {
 		return exit.ExitCode(), out.String(), errs.String(), m
 	} else if err != nil {
@@ -83,23 +81,45 @@ func runAsCLI(t *testing.T, args ...string) (code int, stdout, stderr string, m 
 	return 0, out.String(), errs.String(), m
 }
 
-// workerPeak reads the largest peak memory of the workers in a stats file.
-func workerPeak(path string) int64 {
+// peaks reads a stats file: the peak memory of the calaf process (recordPeak) and the
+// largest of its workers'.
+func peaks(path string) (cli, worker int64) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	var peak int64
 	scanner := bufio.NewScanner(bytes.NewReader(data))
 	for scanner.Scan() {
 		var line struct {
-			PeakBytes int64 `json:"peakBytes"`
+			PeakBytes    int64 `json:"peakBytes"`
+			CLIPeakBytes int64 `json:"cliPeakBytes"`
 		}
 		if json.Unmarshal(scanner.Bytes(), &line) == nil {
-			peak = max(peak, line.PeakBytes)
+			worker, cli = max(worker, line.PeakBytes), max(cli, line.CLIPeakBytes)
 		}
 	}
-	return peak
+	return cli, worker
+}
+
+// recordPeak appends the peak resident memory of this process (VmHWM: the high-water mark
+// of its own address space — the rusage of a child started by vfork counts its parent's
+// memory too) to the stats file at path, if any.
+func recordPeak(path string) {
+	status, err := os.ReadFile("/proc/self/status")
+	if path == "" || err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if fields := strings.Fields(line); len(fields) == 3 && fields[0] == "VmHWM:" {
+			kib, _ := strconv.ParseInt(fields[1], 10, 64)
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(f, "{\"cliPeakBytes\": %d}\n", kib<<10)
+			f.Close()
+		}
+	}
 }
 
 // TestUntrustedInputs runs every case of untrustedCases through calaf validate and calaf
@@ -130,6 +150,9 @@ func TestUntrustedInputs(t *testing.T) {
 				if want := "error: " + c.want + "\n"; stderr != want {
 					t.Errorf("calaf %s: stderr\n%q\nwant\n%q", command, stderr, want)
 				}
+				if m.peak >= maxCaseMemory {
+					t.Errorf("calaf %s: peak memory %d MiB, the limits of the worker allow less than %d MiB", command, m.peak>>20, maxCaseMemory>>20)
+				}
 				if command == "render" && stdout != "" {
 					t.Errorf("calaf render printed objects of a refused package:\n%s", stdout)
 				}
@@ -142,13 +165,17 @@ func TestUntrustedInputs(t *testing.T) {
 	}
 }
 
+// maxCaseMemory bounds the resident memory of every process of a case: the worker's limit
+// (512 MiB of address space above what it reserved at start) enforces it.
+const maxCaseMemory = 1 << 30
+
 const untrustedTitle = "## Untrusted packages"
 
 // untrustedTable is the measured table for docs/robustness.md.
 func untrustedTable(rows []measured) string {
 	var b strings.Builder
 	b.WriteString(untrustedTitle + "\n\n")
-	fmt.Fprintf(&b, "Written by `TestUntrustedInputs` (internal/cli/untrusted_badinput_test.go, `-robustness-report`) on %s. Each case runs as a real `calaf validate` and `calaf render` process (the test binary as calaf), with `--script-timeout 2s` and the default worker (512 MiB). Both must exit 1 with exactly the line shown on stderr; the time is the whole process, *peak* the resident memory of its largest process (the CLI or its worker), *worker* the worker's own peak.\n\n", time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&b, "Written by `TestUntrustedInputs` (internal/cli/untrusted_badinput_test.go, `-robustness-report`) on %s. Each case runs as a real `calaf validate` and `calaf render` process (the test binary as calaf), with `--script-timeout 2s` (60 s for the string-doubling case, so that the memory limit, not the deadline, ends it) and the default worker (512 MiB), on a machine of 2 cores shared with other work. Both must exit 1 with exactly the line shown on stderr; the time is the whole process, *peak* the peak resident memory of its largest process (the CLI's own high-water mark, VmHWM, or its worker's), *worker* the worker's own peak (its rusage, which also counts what the CLI held when it started the worker; 0: no worker was started).\n\n", time.Now().UTC().Format("2006-01-02"))
 	b.WriteString("| class | case | calaf diagnostic (validate and render) | validate: time, peak (worker) | render: time, peak (worker) |\n|---|---|---|---|---|\n")
 	byCase := map[string][]measured{}
 	var order []string

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -11,6 +12,8 @@ const (
 	classIsolation  = "isolation"
 	classPolicy     = "policy"
 	classValidation = "validation"
+	classArchive    = "archive"
+	classInputs     = "inputs"
 )
 
 // derivationCycleTemplate makes Puccini's Go code recurse until its stack overflows.
@@ -44,6 +47,43 @@ func aliasExpansion() string {
 	return b.String()
 }
 
+// pollution is a package whose node "evil" pollutes Object.prototype with a
+// serviceAccountName and a command — in its renderer, or in a TOSCA function evaluated for
+// one of its properties (inFunction) — before the Deployment "web" and the node "zprobe"
+// render; zprobe's renderer fails, saying what it sees of the pollution.
+func pollution(inFunction bool) string {
+	const pollute = "Object.prototype.serviceAccountName = 'cluster-admin-sa'; Object.prototype.command = ['sh', '-c', 'steal'];"
+	function, renderer, property := "exports.evaluate = function () { return 'x'; };", pollute, ""
+	if inFunction {
+		function, renderer, property = "exports.evaluate = function () { "+pollute+" return 'x'; };", "", "\n      properties: { label: { pollute: [] } }"
+	}
+	return `tosca_definitions_version: tosca_simple_yaml_1_3
+metadata:
+  puccini.scriptlet:tosca.function.pollute: "` + function + `"
+  puccini.scriptlet:evil.render: "exports.render = function () { ` + renderer + ` return []; };"
+  puccini.scriptlet:probe.render: "exports.render = function () { throw 'sees serviceAccountName ' + ({}).serviceAccountName + ', command ' + ({}).command; };"
+imports:
+- ` + profileImport + `
+node_types:
+  x.Evil:
+    derived_from: calaf.nodes.Root
+    metadata: { calaf.render: evil.render }
+    properties: { label: { type: string, required: false } }
+  x.Probe:
+    derived_from: calaf.nodes.Root
+    metadata: { calaf.render: probe.render }
+topology_template:
+  node_templates:
+    evil:
+      type: x.Evil` + property + `
+    web:
+      type: calaf.nodes.Deployment
+      properties: { image: busybox:1.36 }
+    zprobe:
+      type: x.Probe
+`
+}
+
 // deploymentWith is a renderer returning a Deployment whose pod spec is extended by the
 // JavaScript object literal spec and its container by container.
 func deploymentWith(spec, container string) string {
@@ -57,19 +97,37 @@ func configMap(fields string) string {
 	return "[Object.assign({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }, " + fields + ")]"
 }
 
+// thing prefixes the diagnostics about the vendor node of renderer's packages.
+const thing = `service.yaml: node "thing": `
+
+// untrustedCases are the cases of TestUntrustedInputs, class by class.
 func untrustedCases() []untrustedCase {
-	const thing = `service.yaml: node "thing": `
+	return slices.Concat(isolationCases(), policyCases(), validationCases(), archiveCases(), inputCases())
+}
+
+func isolationCases() []untrustedCase {
 	return []untrustedCase{
 		{classIsolation, "Puccini's stack overflows (data type derivation cycle)", service(derivationCycleTemplate),
 			"service.yaml: compile of the package crashed: stack overflow in github.com/tliron/puccini/tosca/grammars/tosca_v2_0.(*DataType).GetInternalTypeName (a goroutine stack above 64 MiB: a cycle in the package's types or data?)"},
-		{classIsolation, "a scriptlet doubles a string", service(functionTemplate("exports.evaluate = function() { let s = 'x'; while (true) { s = s + s; } };")),
+		// goja's string concatenation is slow: the memory limit, not the deadline, must end it.
+		{classIsolation, "a scriptlet doubles a string", service(functionTemplate("exports.evaluate = function() { let s = 'x'; while (true) { s = s + s; } };"), "--script-timeout", "60s"),
 			"service.yaml: render of the package exceeded 512 MiB of memory"},
 		{classIsolation, "300 aliases of a 4 MB string", service(aliasExpansion()),
 			"service.yaml: compile of the package exceeded 512 MiB of memory"},
 		{classIsolation, "a renderer result escaping the plain copy (Symbol.toStringTag)",
 			renderer("(function () { let o = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }; o[Symbol.toStringTag] = 'String'; o.valueOf = function () { return o; }; return [o]; })()"),
 			thing + `ConfigMap "x": valueOf: a function is not data`},
+		{classIsolation, "a renderer pollutes Object.prototype (serviceAccountName, command)", service(pollution(false)),
+			`service.yaml: node "zprobe": renderer probe.render: sees serviceAccountName undefined, command undefined`},
+		// Evaluation is one realm (functions see the whole topology): the pollution breaks
+		// Puccini's own traversal there, and no renderer's realm gets it.
+		{classIsolation, "a TOSCA function pollutes Object.prototype", service(pollution(true)),
+			`service.yaml: TypeError: Receiver is not an object: cluster-admin-sa (at internal:tosca.lib.traversal@bc9c945592dc:89:22(222))`},
+	}
+}
 
+func policyCases() []untrustedCase {
+	return []untrustedCase{
 		{classPolicy, "ClusterRoleBinding to cluster-admin", renderer("[{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'own' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'default' }] }]"),
 			thing + `ClusterRoleBinding "own": refused by the render policy: ClusterRoleBinding.rbac.authorization.k8s.io is on the denylist (RBAC that grants cluster roles)`},
 		{classPolicy, "RoleBinding to cluster-admin", renderer("[{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'own' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'ServiceAccount', name: 'default' }] }]"),
@@ -88,7 +146,11 @@ func untrustedCases() []untrustedCase {
 			thing + `Deployment "web": refused by the render policy: spec.template.spec.hostNetwork: host namespaces are not allowed in namespace "default"`},
 		{classPolicy, "the host's root as a hostPath volume", renderer(deploymentWith("{ volumes: [{ name: 'root', hostPath: { path: '/' } }] }", "{}")),
 			thing + `Deployment "web": refused by the render policy: spec.template.spec.volumes[0].hostPath: hostPath volumes are not allowed (path "/") in namespace "default"`},
+	}
+}
 
+func validationCases() []untrustedCase {
+	return []untrustedCase{
 		{classValidation, "an invalid name", renderer("[{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'Bad_Name' } }]"),
 			thing + `ConfigMap "Bad_Name": metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 		{classValidation, "an invalid label", renderer(configMap("{ metadata: { name: 'x', labels: { tier: 'front end' } } }")),
@@ -106,9 +168,9 @@ func untrustedCases() []untrustedCase {
 		{classValidation, "a function", renderer(configMap("{ data: { f: function () { return 1; } } }")),
 			thing + `ConfigMap "x": data.f: a function is not data`},
 		{classValidation, "a 20 MB ConfigMap", renderer(configMap("{ data: { blob: 'x'.repeat(20 << 20) } }")),
-			thing + `ConfigMap "x": 20971723 bytes, more than the API server's limit of 1.5 MiB per object`},
+			thing + `ConfigMap "x": 20971820 bytes, more than the API server's limit of 1.5 MiB per object`},
 		{classValidation, "17 ConfigMaps of 1 MB", renderer("Array.from({ length: 17 }, function (_, i) { return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'part-' + i }, data: { blob: 'x'.repeat(1000000) } }; })"),
-			"service.yaml: the objects rendered take 17006851 bytes, more than the limit of 16 MiB per package"},
+			"service.yaml: the objects rendered take 17005192 bytes, more than the limit of 16 MiB per package"},
 	}
 }
 
@@ -118,7 +180,7 @@ func TestUntrustedCasesCover(t *testing.T) {
 	for _, c := range untrustedCases() {
 		count[c.class]++
 	}
-	for _, class := range []string{classIsolation, classPolicy, classValidation} {
+	for _, class := range []string{classIsolation, classPolicy, classValidation, classArchive, classInputs} {
 		if count[class] < 3 {
 			t.Errorf("class %s has %d cases", class, count[class])
 		}

@@ -2,6 +2,8 @@
 package text
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -33,4 +35,54 @@ func OneLine(s string, n int) string {
 		}
 	}
 	return Truncate(strings.Join(parts, " | "), n)
+}
+
+// Escape returns s with what could move a terminal's cursor or reorder text escaped: C0
+// and C1 control characters, DEL, Unicode's bidirectional controls and line separators
+// (as \n, \t, \x1b, \u202e...), and bytes that are not UTF-8 (as \xff). Printed on one
+// line, an escaped name cannot forge another line.
+func Escape(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case escaped(r):
+			quoted := strconv.QuoteRune(r) // none of them is printable: always escaped
+			b.WriteString(quoted[1 : len(quoted)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// needsEscape tells whether Escape changes s.
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || escaped(r) {
+			return true
+		}
+		i += size
+	}
+	return false
+}
+
+// escaped tells whether Escape escapes a rune.
+func escaped(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true // bidirectional controls
+	case r == 0x2028, r == 0x2029:
+		return true // line and paragraph separators
+	}
+	return false
 }

@@ -39,3 +39,22 @@ func TestOneLine(t *testing.T) {
 		}
 	}
 }
+
+func TestEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"Definitions/service.yaml": "Definitions/service.yaml",
+		"héllo wörld":              "héllo wörld",
+		"a\nvalid: forged.yaml":    `a\nvalid: forged.yaml`,
+		"\x1b[2K\rvalid: x":        `\x1b[2K\rvalid: x`,
+		"evil\u202egpj.yaml":       `evil\u202egpj.yaml`,
+		"bad\xffbyte":              `bad\xffbyte`,
+		"c1\u0085next":             `c1\u0085next`,
+		"tab\there":                `tab\there`,
+		"del\x7f":                  `del\x7f`,
+		"sep\u2028line":            `sep\u2028line`,
+	} {
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -188,17 +188,7 @@ func unlisted(pkg *tosca.Package, manifest *tosca.Manifest, exempt map[string]bo
 				"%s is listed without a digest: the signature does not cover its content", display(clean))})
 		}
 	}
-	referrers := map[string]string{}
-	for _, f := range pkg.Files {
-		if ext := strings.ToLower(path.Ext(f.Path)); ext != ".yaml" && ext != ".yml" {
-			continue
-		}
-		for _, ref := range pkg.References(f.Path) {
-			if _, seen := referrers[ref]; !seen && ref != f.Path {
-				referrers[ref] = f.Path
-			}
-		}
-	}
+	referrers := pkg.Referrers()
 	for _, f := range pkg.Files {
 		by, referenced := referrers[f.Path]
 		switch {

@@ -1,0 +1,101 @@
+package render
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"calaf.io/calaf/tosca"
+)
+
+// pollutingTemplate has a vendor node, "evil", whose renderer tampers with everything a
+// shared JavaScript runtime would share — Object.prototype, Array.prototype, a global, the
+// profile's Deployment renderer module, the other nodes' views — before the renderers of
+// "web" (a Deployment, rendered after it in name order) and "zprobe" run.
+const pollutingTemplate = `tosca_definitions_version: tosca_simple_yaml_1_3
+metadata:
+  puccini.scriptlet:evil.render: |-
+    exports.render = function (node, ctx) {
+      Object.prototype.serviceAccountName = 'cluster-admin-sa';
+      Object.prototype.command = ['sh', '-c', 'steal'];
+      Array.prototype.push = function () { return 0; };
+      globalThis.shared = 'from evil';
+      require('calaf.render.deployment').render = function () { return [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'hijacked' } }]; };
+      ctx.nodes.web.properties.image = 'evil:latest';
+      return [];
+    };
+  puccini.scriptlet:probe.render: |-
+    exports.render = function (node, ctx) {
+      let seen = [({}).serviceAccountName, ({}).command, typeof globalThis.shared, ctx.nodes.web.properties.image];
+      return [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'probe' }, data: { seen: JSON.stringify(seen) } }];
+    };
+imports:
+- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
+node_types:
+  x.Evil:
+    derived_from: calaf.nodes.Root
+    metadata:
+      calaf.render: evil.render
+  x.Probe:
+    derived_from: calaf.nodes.Root
+    metadata:
+      calaf.render: probe.render
+topology_template:
+  node_templates:
+    evil:
+      type: x.Evil
+    web:
+      type: calaf.nodes.Deployment
+      properties:
+        image: busybox:1.36
+    zprobe:
+      type: x.Probe
+`
+
+// TestRealmPerNode checks that a renderer's changes to its JavaScript realm reach no
+// other node: the Deployment of "web" gets no serviceAccountName nor command from a
+// polluted Object.prototype, is rendered by the profile's renderer with its own image,
+// and "zprobe" sees nothing of what "evil" did.
+func TestRealmPerNode(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(pollutingTemplate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := tosca.NewCompiler(1).Compile(context.Background(), pkg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	result, err := NewRenderer(1).Render(context.Background(), compiled, Options{Service: "s", Namespace: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*Node{}
+	for _, node := range result.Nodes {
+		byName[node.Name] = node
+	}
+	web := byName["web"]
+	if len(web.Objects) == 0 || web.Objects[0].GetKind() != "Deployment" {
+		t.Fatalf("web rendered %v, want its Deployment", web.Objects)
+	}
+	deployment := web.Objects[0].Object
+	spec := deployment["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	if account, ok := spec["serviceAccountName"]; ok {
+		t.Errorf("the Deployment got serviceAccountName %v from another node's scriptlet", account)
+	}
+	container := spec["containers"].([]any)[0].(map[string]any)
+	if command, ok := container["command"]; ok {
+		t.Errorf("the Deployment's container got command %v from another node's scriptlet", command)
+	}
+	if image := container["image"]; image != "busybox:1.36" {
+		t.Errorf("the Deployment's image is %v, want busybox:1.36", image)
+	}
+	probe := byName["zprobe"].Objects[0].Object["data"].(map[string]any)["seen"]
+	if want := `[null,null,"undefined","busybox:1.36"]`; probe != want {
+		t.Errorf("zprobe saw %v, want %s", probe, want)
+	}
+}
