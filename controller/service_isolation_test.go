@@ -6,44 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"calaf.io/calaf/api/v1alpha1"
-)
-
-// Packages that end the worker compiling or rendering them (package worker): in the
-// operator's own process they would end it, and every Service with it.
-const (
-	// derivationCycle makes Puccini's Go code recurse until its stack overflows.
-	derivationCycle = `tosca_definitions_version: tosca_simple_yaml_1_3
-imports:
-- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
-data_types:
-  A:
-    derived_from: B
-  B:
-    derived_from: A
-topology_template:
-  inputs:
-    x:
-      type: A
-      default: {}
-  node_templates:
-    cm:
-      type: calaf.nodes.ConfigMap
-`
-	// memoryBomb doubles a string in a TOSCA function, evaluated when rendering.
-	memoryBomb = `tosca_definitions_version: tosca_simple_yaml_1_3
-metadata:
-  puccini.scriptlet:tosca.function.probe: |-
-    exports.evaluate = function() { let s = 'x'; while (true) { s = s + s; } };
-imports:
-- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
-topology_template:
-  node_templates:
-    cm:
-      type: calaf.nodes.ConfigMap
-      properties:
-        data:
-          value: { probe: [] }
-`
+	"calaf.io/calaf/test/hostile"
 )
 
 // A package that crashes its worker, created with a good Service, fails alone: the good
@@ -53,8 +16,8 @@ func TestCrashingPackagesFailAlone(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	good := createService(t, ns, "good", upload(t, ns, "good", layeredPackage()), map[string]string{"greeting": `"hello"`})
-	overflow := createService(t, ns, "overflow", upload(t, ns, "overflow", map[string]string{"service.yaml": derivationCycle}), nil)
-	bomb := createService(t, ns, "bomb", upload(t, ns, "bomb", map[string]string{"service.yaml": memoryBomb}), nil)
+	overflow := createService(t, ns, "overflow", upload(t, ns, "overflow", map[string]string{"service.yaml": hostile.DerivationCycle}), nil)
+	bomb := createService(t, ns, "bomb", upload(t, ns, "bomb", map[string]string{"service.yaml": hostile.MemoryBomb}), nil)
 
 	waitReady(t, good)
 	svc := waitStalled(t, overflow, v1alpha1.ReasonInvalidPackage)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"calaf.io/calaf/render"
+	"calaf.io/calaf/test/hostile"
 	"calaf.io/calaf/tosca"
 )
 
@@ -62,43 +63,6 @@ func openExample(t *testing.T, name string) *tosca.Package {
 	t.Cleanup(func() { pkg.Close() })
 	return pkg
 }
-
-// Packages that end their worker.
-const (
-	// derivationCycle overflows the stack inside Puccini (Go code: unrecoverable).
-	derivationCycle = `tosca_definitions_version: tosca_simple_yaml_1_3
-imports:
-- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
-data_types:
-  A:
-    derived_from: B
-  B:
-    derived_from: A
-topology_template:
-  inputs:
-    x:
-      type: A
-      default: {}
-  node_templates:
-    cm:
-      type: calaf.nodes.ConfigMap
-`
-	// memoryBomb doubles a string in a TOSCA function until memory runs out.
-	memoryBomb = `tosca_definitions_version: tosca_simple_yaml_1_3
-metadata:
-  puccini.scriptlet:tosca.function.probe: |-
-    exports.evaluate = function() { let s = 'x'; while (true) { s = s + s; } };
-imports:
-- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
-topology_template:
-  node_templates:
-    cm:
-      type: calaf.nodes.ConfigMap
-      properties:
-        data:
-          value: { probe: [] }
-`
-)
 
 // compileAndRender runs a package through the pool as the operator does.
 func compileAndRender(ctx context.Context, pool *Pool, pkg *tosca.Package) (*render.Result, error) {
@@ -151,9 +115,9 @@ func TestCrashEndsOnlyTheWorker(t *testing.T) {
 	cases := []struct {
 		name, template, kind, message string
 	}{
-		{"stack overflow", derivationCycle, "stack overflow",
+		{"stack overflow", hostile.DerivationCycle, "stack overflow",
 			"service.yaml: compile of the package crashed: stack overflow in github.com/tliron/puccini/tosca/grammars/tosca_v2_0.(*DataType).GetInternalTypeName (a goroutine stack above 64 MiB: a cycle in the package's types or data?)"},
-		{"memory bomb", memoryBomb, "memory", "service.yaml: render of the package exceeded 256 MiB of memory"},
+		{"memory bomb", hostile.MemoryBomb, "memory", "service.yaml: render of the package exceeded 256 MiB of memory"},
 	}
 	good := openExample(t, "hello-world")
 	for _, c := range cases {
@@ -241,7 +205,7 @@ func TestWorkersAreReused(t *testing.T) {
 func TestTaintedWorkerIsReplaced(t *testing.T) {
 	ctx := context.Background()
 	pool := newPool(t, nil)
-	pkg := writePackage(t, strings.Replace(memoryBomb, "let s = 'x'; while (true) { s = s + s; }",
+	pkg := writePackage(t, strings.Replace(hostile.MemoryBomb, "let s = 'x'; while (true) { s = s + s; }",
 		"return String(/^(a|aa)+(?=b)c\\\\1$/.test('a'.repeat(64) + 'x'));", 1))
 	compiler := tosca.NewCompiler(1)
 	compiler.Run = pool.Compile

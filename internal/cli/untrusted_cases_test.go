@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"calaf.io/calaf/test/hostile"
 )
 
 // Classes of untrusted input (issue 15).
@@ -15,25 +17,6 @@ const (
 	classArchive    = "archive"
 	classInputs     = "inputs"
 )
-
-// derivationCycleTemplate makes Puccini's Go code recurse until its stack overflows.
-const derivationCycleTemplate = `tosca_definitions_version: tosca_simple_yaml_1_3
-imports:
-- ` + profileImport + `
-data_types:
-  A:
-    derived_from: B
-  B:
-    derived_from: A
-topology_template:
-  inputs:
-    x:
-      type: A
-      default: {}
-  node_templates:
-    cm:
-      type: calaf.nodes.ConfigMap
-`
 
 // aliasExpansion anchors a 4 MB string and refers to it 300 times: few alias nodes, a
 // gigabyte once expanded.
@@ -107,7 +90,7 @@ func untrustedCases() []untrustedCase {
 
 func isolationCases() []untrustedCase {
 	return []untrustedCase{
-		{classIsolation, "Puccini's stack overflows (data type derivation cycle)", service(derivationCycleTemplate),
+		{classIsolation, "Puccini's stack overflows (data type derivation cycle)", service(hostile.DerivationCycle),
 			"service.yaml: compile of the package crashed: stack overflow in github.com/tliron/puccini/tosca/grammars/tosca_v2_0.(*DataType).GetInternalTypeName (a goroutine stack above 64 MiB: a cycle in the package's types or data?)"},
 		// goja's string concatenation is slow: the memory limit, not the deadline, must end it.
 		{classIsolation, "a scriptlet doubles a string", service(functionTemplate("exports.evaluate = function() { let s = 'x'; while (true) { s = s + s; } };"), "--script-timeout", "60s"),

@@ -15,44 +15,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/test/e2e/framework"
-)
-
-// Packages that end the worker compiling or rendering them (package worker); in the
-// operator's own process they would end it, and every Service with it.
-const (
-	// overflowPackage makes Puccini's Go code recurse until its stack overflows.
-	overflowPackage = `tosca_definitions_version: tosca_simple_yaml_1_3
-imports:
-- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
-data_types:
-  A:
-    derived_from: B
-  B:
-    derived_from: A
-topology_template:
-  inputs:
-    x:
-      type: A
-      default: {}
-  node_templates:
-    cm:
-      type: calaf.nodes.ConfigMap
-`
-	// memoryBombPackage doubles a string in a TOSCA function, evaluated when rendering.
-	memoryBombPackage = `tosca_definitions_version: tosca_simple_yaml_1_3
-metadata:
-  puccini.scriptlet:tosca.function.probe: |-
-    exports.evaluate = function() { let s = 'x'; while (true) { s = s + s; } };
-imports:
-- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
-topology_template:
-  node_templates:
-    cm:
-      type: calaf.nodes.ConfigMap
-      properties:
-        data:
-          value: { probe: [] }
-`
+	"calaf.io/calaf/test/hostile"
 )
 
 // On the one-node cluster, a package that overflows its worker's stack and one that
@@ -68,8 +31,8 @@ func TestCrashingPackagesLeaveOperatorUp(t *testing.T) {
 	dir := t.TempDir()
 	g.Expect(os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(configPackage), 0o644)).To(Succeed())
 	calaf(t, "deploy", "good", dir, "-n", ns)
-	deployUnchecked(t, suite.kubeconfig, ns, "overflow", overflowPackage)
-	deployUnchecked(t, suite.kubeconfig, ns, "bomb", memoryBombPackage)
+	deployUnchecked(t, suite.kubeconfig, ns, "overflow", hostile.DerivationCycle)
+	deployUnchecked(t, suite.kubeconfig, ns, "bomb", hostile.MemoryBomb)
 
 	waitReady(t, ns, "good", 2*time.Minute)
 	svc := waitFailed(t, ns, "overflow", v1alpha1.ReasonInvalidPackage, func() string { return suite.operator.Tail(30) })
