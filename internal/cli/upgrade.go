@@ -35,6 +35,9 @@ type upgradeFlags struct {
 	gitRef         string
 	rollback       string
 	skipValidation bool
+	// isolation and policy are those of the validation of a local package, as in deploy.
+	isolation isolation
+	policy    renderPolicy
 }
 
 func newUpgradeCommand() *cobra.Command {
@@ -46,6 +49,8 @@ func newUpgradeCommand() *cobra.Command {
 		waitHelp: "follow the occurrence until it ends", waitShort: "w", waitTimeout: lifecycleTimeout,
 		flags: func(cmd *cobra.Command) {
 			flags.inputs.register(cmd)
+			flags.isolation.register(cmd)
+			flags.policy.register(cmd)
 			cmd.Flags().StringVar(&flags.gitRef, "git-ref", "", "move a git Service to this branch, tag or commit (PACKAGE: another repository URL, or none)")
 			cmd.Flags().StringVar(&flags.rollback, "rollback", "", "Auto: roll back by itself if the change fails; Manual: wait in FAILED_TEMP (default: the Service's)")
 			cmd.Flags().BoolVar(&flags.skipValidation, "skip-validation", false, "do not validate a local package before uploading it")
@@ -122,7 +127,9 @@ func changeRequest(ctx context.Context, cmd *cobra.Command, c client.Client, svc
 // uploadRevision validates a local package and uploads it to a ConfigMap named by its
 // digest, owned by the Service.
 func uploadRevision(ctx context.Context, cmd *cobra.Command, c client.Client, svc *v1alpha1.Service, path string, inputs map[string]any, flags upgradeFlags) (v1alpha1.Source, error) {
-	check := validation{inputs: inputs, skip: flags.skipValidation, warnings: cmd.ErrOrStderr(), retype: flags.inputs.retype}
+	check := validation{inputs: inputs, skip: flags.skipValidation, warnings: cmd.ErrOrStderr(), retype: flags.inputs.retype,
+		isolation: &flags.isolation, policy: &flags.policy}
+	defer flags.isolation.close()
 	if svc.Spec.Instantiate != nil {
 		request, err := specToRequest(svc.Spec.Instantiate)
 		if err != nil {
