@@ -104,12 +104,27 @@ func (r *ServiceReconciler) reconcileSource(ctx context.Context, s *scope) error
 	if svc.Status.Package != nil && svc.Status.Package.Digest == pkgStatus.Digest {
 		pkgStatus.TemplateName, pkgStatus.TemplateVersion = svc.Status.Package.TemplateName, svc.Status.Package.TemplateVersion
 	}
+	r.warnUnverified(svc, svc.Status.Package, pkgStatus)
 	svc.Status.Package = pkgStatus
 	s.passed.revision = artifact.Revision
 	if v := artifact.Verification; v != nil && v.Mode != "Off" {
 		s.passed.verification = v.Message
 	}
 	return nil
+}
+
+// warnUnverified records a Warning Event when a package deployed under the Warn policy
+// failed its verification: once per revision and finding (a resync sends nothing).
+func (r *ServiceReconciler) warnUnverified(svc *v1alpha1.Service, before, now *v1alpha1.PackageStatus) {
+	v := now.Verification
+	if r.Recorder == nil || v == nil || v.Mode != string(v1alpha1.VerifyWarn) || v.Verified {
+		return
+	}
+	if before != nil && before.Digest == now.Digest && before.Verification != nil && before.Verification.Message == v.Message {
+		return
+	}
+	r.Recorder.Eventf(svc, nil, "Warning", "SignatureNotVerified", "Verify", "revision %s deployed under the Warn policy: %s",
+		now.Revision, text.Truncate(v.Message, 900))
 }
 
 // reconcileCompile resolves the inputs and compiles the package (cached by digest and
