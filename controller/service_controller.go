@@ -53,7 +53,7 @@ type ServiceReconciler struct {
 	// Policy is the render policy every render passes before anything of it reaches the
 	// API server; nil is the default policy.
 	Policy *renderpolicy.Policy
-	// ScriptTimeout bounds the scriptlets of one render.
+	// ScriptTimeout bounds each node's renderer, and a render once per 100 node templates (render.Budget).
 	ScriptTimeout time.Duration
 	// DefaultServiceAccount, when set, is lockdown mode: a Service without
 	// spec.serviceAccountName acts as this service account of its own namespace, so that no

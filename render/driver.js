@@ -4,6 +4,7 @@
 // Run by package render in the tosca sandbox; returns plain data, prints nothing.
 const traversal = require('tosca.lib.traversal');
 const tosca = require('tosca.lib.utils');
+const values = require('calaf.values');
 
 const realm = require('calaf.realm');
 const plain = realm.plain;
@@ -186,16 +187,38 @@ function requireObservedAttributes() {
   };
 }
 
+// indexNodeTemplates makes the TOSCA functions that name a node template (get_property,
+// get_attribute, get_artifact) find it in an index built once, instead of scanning every
+// vertex of the topology for every call; SELF, SOURCE, TARGET, HOST and unknown names
+// take Puccini's own way (and its error).
+function indexNodeTemplates() {
+  let lookup = tosca.getModelableEntity;
+  let byName = null;
+  tosca.getModelableEntity = function (entity) {
+    if (entity === 'SELF' || entity === 'SOURCE' || entity === 'TARGET' || entity === 'HOST') return lookup.call(this, entity);
+    if (byName === null) {
+      byName = Object.create(null);
+      for (let id in clout.vertexes) {
+        let vertex = clout.vertexes[id];
+        if (tosca.isNodeTemplate(vertex)) byName[vertex.properties.name] = vertex;
+      }
+    }
+    let vertex = typeof entity === 'string' ? byName[entity] : undefined;
+    return vertex !== undefined ? vertex : lookup.call(this, entity);
+  };
+}
+
 exports.run = function (params) {
-  require('tosca.resolve');
+  require('calaf.resolve');
   if (!problems.empty()) return { nodes: [], outputs: {}, outputErrors: {} };
+  indexNodeTemplates();
   let declaredOutputs = {};
   if (tosca.isTosca(clout)) {
     declaredOutputs = clout.properties.tosca.outputs;
     clout.properties.tosca.outputs = {};
   }
   let operationInputs = detachOperationInputs();
-  traversal.coerce();
+  values.coerce();
   // Values that failed to coerce were reported as problems and are still unevaluated.
   if (!problems.empty()) return { nodes: [], outputs: {}, outputErrors: {} };
   requireObservedAttributes();
@@ -259,22 +282,23 @@ exports.run = function (params) {
   return {
     nodes: nodes, outputs: outputs.outputs, outputErrors: outputs.errors,
     policies: policiesOf(), occurrences: occurrenceShortfalls(),
-    views: params.render ? viewsJSON(views) : '',
+    views: params.render ? viewsJSON(views) : {},
   };
 };
 
-// viewsJSON is the views as JSON text, relationship targets by name: each node's realm
-// parses its own copy (package render renders every node in a realm of its own).
+// viewsJSON is every node's view as JSON text of its own, by node name, relationship
+// targets by name: a node's realm parses only the views its renderer reads (package render
+// renders every node in a realm of its own).
 function viewsJSON(views) {
-  let copies = {};
+  let texts = {};
   for (let name in views) {
     let copy = Object.assign({}, views[name]);
     copy.relationships = views[name].relationships.map(function (r) {
       return Object.assign({}, r, { target: r.target.name });
     });
-    copies[name] = copy;
+    texts[name] = JSON.stringify(copy);
   }
-  return JSON.stringify(copies);
+  return texts;
 }
 
 // policiesOf returns every policy with its evaluated properties and its target nodes.
@@ -333,6 +357,7 @@ function occurrenceShortfalls() {
 // evaluate only resolves requirements and, with params.coerce, evaluates functions; the
 // caller reads the Clout afterwards.
 exports.evaluate = function (params) {
-  require('tosca.resolve');
-  if (params.coerce) traversal.coerce();
+  require('calaf.resolve');
+  indexNodeTemplates();
+  if (params.coerce) values.coerce();
 };

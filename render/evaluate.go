@@ -15,29 +15,38 @@ import (
 )
 
 // Evaluate resolves the requirements of a compiled package into relationships and, with
-// coerce, replaces every value by its evaluated result. It returns a new Clout.
+// coerce, replaces every value by its evaluated result, within the Budget of timeout. It
+// returns a new Clout.
 func Evaluate(ctx contextpkg.Context, compiled *tosca.Compiled, timeout time.Duration, coerce bool) (*cloutpkg.Clout, error) {
-	clout, _, err := runDriver(ctx, compiled, nil, timeout, logr.Discard(), nil, "evaluate", map[string]any{"coerce": coerce})
+	limits := scriptLimits{timeout, Budget(compiled, timeout)}
+	clout, _, err := runDriver(ctx, compiled, nil, limits, logr.Discard(), nil, "evaluate", map[string]any{"coerce": coerce})
 	if err != nil {
 		return nil, err
 	}
 	if calaf, ok := ard.With(clout.Metadata).Get("puccini", "scriptlets", "calaf").StringMap(); ok {
 		delete(calaf, "driver")
 		delete(calaf, "realm")
+		delete(calaf, "resolve")
+		delete(calaf, "values")
 	}
 	return clout, nil
 }
 
+// scriptLimits are the script timeout a render was given and the budget it makes.
+type scriptLimits struct {
+	timeout, budget time.Duration
+}
+
 // runDriver runs an export of the driver scriptlet on a copy of the compiled Clout (with
-// live attributes set) and returns the copy and the export's result. Problems reported by
-// scriptlets and script failures become an *tosca.InvalidError.
-func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[string]map[string]any, timeout time.Duration, log logr.Logger, programs *tosca.Programs, function string, params map[string]any) (*cloutpkg.Clout, any, error) {
+// live attributes set), within the budget, and returns the copy and the export's result.
+// Problems reported by scriptlets and script failures become an *tosca.InvalidError.
+func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[string]map[string]any, limits scriptLimits, log logr.Logger, programs *tosca.Programs, function string, params map[string]any) (*cloutpkg.Clout, any, error) {
 	pkg := compiled.Package
 	clout, err := compiled.Clout.Copy()
 	if err != nil {
 		return nil, nil, err
 	}
-	for name, source := range map[string]string{driverScriptlet: driverSource, realmScriptlet: realmSource} {
+	for name, source := range map[string]string{driverScriptlet: driverSource, realmScriptlet: realmSource, resolveScriptlet: resolveSource, valuesScriptlet: valuesSource} {
 		if err := js.SetScriptlet(name, source, clout); err != nil {
 			return nil, nil, err
 		}
@@ -46,8 +55,11 @@ func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[
 		return nil, nil, err
 	}
 	probs := problems.NewProblems(nil)
-	sandbox := &tosca.Sandbox{Timeout: timeout, Log: log, Programs: programs, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}}}
+	sandbox := &tosca.Sandbox{Timeout: limits.budget, Log: log, Programs: programs, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}}}
 	result, execErr := sandbox.Exec(ctx, clout, probs, driverScriptlet, function, params)
+	if script, ok := execErr.(*tosca.ScriptError); ok && script.Timeout {
+		execErr = &tosca.ScriptError{Scriptlet: script.Scriptlet, Timeout: true, Message: "did not finish within " + budgetText(limits.budget, limits.timeout)}
+	}
 	if err := driverFailure(compiled, probs, execErr); err != nil {
 		return nil, nil, err
 	}
@@ -78,7 +90,10 @@ func driverMessage(err *tosca.ScriptError) string {
 	if err.Scriptlet != driverScriptlet && err.Scriptlet != realmScriptlet {
 		return err.Error()
 	}
-	if err.Timeout {
+	switch {
+	case err.Timeout && err.Scriptlet == realmScriptlet:
+		return err.Message + ": an endless loop in the renderer?"
+	case err.Timeout:
 		return "scriptlets " + err.Message + ": an endless loop in a TOSCA function or a renderer?"
 	}
 	return err.Message

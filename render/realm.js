@@ -35,14 +35,56 @@ function errorMessage(x) {
 exports.plain = plain;
 exports.errorMessage = errorMessage;
 
-// render runs the renderer of params.node: params.views is every node's view as JSON, with
-// relationship targets by name.
-exports.render = function (params) {
-  let views = JSON.parse(params.views);
-  for (let name in views) {
-    let relationships = views[name].relationships;
-    for (let i = 0; i < relationships.length; i++) relationships[i].target = views[relationships[i].target];
+// lazyViews is every node's view by name, parsed from its JSON text when first read
+// (texts: node name → JSON), relationship targets by name resolved the same way: a realm
+// costs what its renderer reads, not the size of the topology. Views a renderer replaces,
+// adds or deletes are its realm's own.
+function lazyViews(texts) {
+  let parsed = Object.create(null);
+  let removed = Object.create(null);
+  let names = null;
+  function view(name) {
+    if (removed[name] || typeof name !== 'string') return undefined;
+    if (name in parsed) return parsed[name];
+    let text = texts[name];
+    if (typeof text !== 'string') return undefined;
+    let v = JSON.parse(text);
+    parsed[name] = v;
+    let relationships = v.relationships || [];
+    for (let i = 0; i < relationships.length; i++) linkTarget(relationships[i]);
+    return v;
   }
+  function linkTarget(relationship) {
+    let target = relationship.target;
+    Object.defineProperty(relationship, 'target', {
+      get: function () { return view(target); },
+      set: function (value) { Object.defineProperty(relationship, 'target', { value: value, enumerable: true, writable: true, configurable: true }); },
+      enumerable: true, configurable: true,
+    });
+  }
+  function keys() {
+    if (names === null) names = Object.keys(texts).sort();
+    let own = names.filter(function (name) { return !removed[name]; });
+    for (let name in parsed) if (!Object.prototype.hasOwnProperty.call(texts, name) && !removed[name]) own.push(name);
+    return own;
+  }
+  return new Proxy({}, {
+    get: function (_, name) { return view(name); },
+    has: function (_, name) { return view(name) !== undefined; },
+    set: function (_, name, value) { delete removed[name]; parsed[name] = value; return true; },
+    deleteProperty: function (_, name) { removed[name] = true; return true; },
+    ownKeys: function () { return keys(); },
+    getOwnPropertyDescriptor: function (_, name) {
+      let v = view(name);
+      return v === undefined ? undefined : { value: v, enumerable: true, writable: true, configurable: true };
+    },
+  });
+}
+
+// render runs the renderer of params.node: params.views is every node's view as JSON text
+// by name, with relationship targets by name.
+exports.render = function (params) {
+  let views = lazyViews(params.views);
   let view = views[params.node];
   let ctx = {
     service: { name: params.service, namespace: params.namespace },

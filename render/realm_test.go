@@ -99,3 +99,84 @@ func TestRealmPerNode(t *testing.T) {
 		t.Errorf("zprobe saw %v, want %s", probe, want)
 	}
 }
+
+// viewsTemplate has a probe whose renderer reads the topology every way a renderer can:
+// ctx.nodes by name, its keys, "in", a relationship's target, edits of its own copy.
+const viewsTemplate = `tosca_definitions_version: tosca_simple_yaml_1_3
+metadata:
+  puccini.scriptlet:probe.render: |-
+    exports.render = function (node, ctx) {
+      let before = Object.keys(ctx.nodes);
+      let target = node.relationships[0].target;
+      let seen = {
+        keys: before,
+        has: ['web' in ctx.nodes, 'nosuch' in ctx.nodes],
+        missing: typeof ctx.nodes.nosuch,
+        proto: typeof ctx.nodes['__proto__'],
+        target: [target.name, target.properties.image, target === ctx.nodes.web],
+        self: ctx.nodes[node.name].name,
+      };
+      delete ctx.nodes.web;
+      ctx.nodes.extra = { name: 'extra' };
+      seen.after = Object.keys(ctx.nodes);
+      seen.json = Object.keys(JSON.parse(JSON.stringify(ctx.nodes)));
+      return [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: node.name }, data: { seen: JSON.stringify(seen) } }];
+    };
+imports:
+- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
+node_types:
+  x.Probe:
+    derived_from: calaf.nodes.Root
+    metadata:
+      calaf.render: probe.render
+    requirements:
+    - uses: { capability: tosca.capabilities.Node, relationship: tosca.relationships.DependsOn }
+topology_template:
+  node_templates:
+    aprobe:
+      type: x.Probe
+      requirements:
+      - uses: web
+    web:
+      type: calaf.nodes.Deployment
+      properties:
+        image: busybox:1.36
+    zprobe:
+      type: x.Probe
+      requirements:
+      - uses: web
+`
+
+// TestRealmViews checks the views a renderer gets, parsed on demand: every node by name
+// and in the keys (sorted), a relationship's target the same view as ctx.nodes has, and a
+// renderer's edits of ctx.nodes its own — zprobe, rendered after aprobe, sees web.
+func TestRealmViews(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(viewsTemplate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := tosca.NewCompiler(1).Compile(context.Background(), pkg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	result, err := NewRenderer(1).Render(context.Background(), compiled, Options{Service: "s", Namespace: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(self string) string {
+		return `{"keys":["aprobe","web","zprobe"],"has":[true,false],"missing":"undefined","proto":"undefined",` +
+			`"target":["web","busybox:1.36",true],"self":"` + self + `","after":["aprobe","zprobe","extra"],"json":["aprobe","zprobe","extra"]}`
+	}
+	for _, node := range result.Nodes {
+		if node.Type != "x.Probe" {
+			continue
+		}
+		if seen := node.Objects[0].Object["data"].(map[string]any)["seen"]; seen != want(node.Name) {
+			t.Errorf("%s saw %v\nwant %s", node.Name, seen, want(node.Name))
+		}
+	}
+}

@@ -29,6 +29,18 @@ var driverSource string
 // driverScriptlet is the Clout name under which the driver runs.
 const driverScriptlet = "calaf.driver"
 
+//go:embed resolve.js
+var resolveSource string
+
+// resolveScriptlet is the Clout name of Calaf's requirement resolution (resolve.js).
+const resolveScriptlet = "calaf.resolve"
+
+//go:embed values.js
+var valuesSource string
+
+// valuesScriptlet is the Clout name of Calaf's evaluation of every value (values.js).
+const valuesScriptlet = "calaf.values"
+
 // Options say for whom a package is rendered.
 type Options struct {
 	// Service and Namespace name the Calaf Service: object names, labels, DNS names.
@@ -37,7 +49,8 @@ type Options struct {
 	// Attributes are live attribute values by node template and attribute name; they feed
 	// get_attribute in properties and outputs.
 	Attributes map[string]map[string]any
-	// Timeout bounds the scriptlets of one render; zero means tosca.DefaultScriptTimeout.
+	// Timeout bounds each node's renderer, and the scriptlets of the whole render once for
+	// every 100 node templates (Budget); zero means tosca.DefaultScriptTimeout.
 	Timeout time.Duration
 	// Instantiate is the SOL003 instantiate request of an ETSI SOL001 VNF package: its
 	// instantiation level and additionalParams (the flavour was chosen by the compile).
@@ -107,7 +120,7 @@ func renderKey(compileKey string, opts Options) string {
 // RenderUncached renders in this process, bypassing the cache and Run: what a worker
 // process does for a Renderer whose Run sends it the render. Requirements are resolved and
 // values evaluated in one JavaScript realm, then every node's renderer runs in a realm of
-// its own (realms), all within opts.Timeout.
+// its own (realms), all within the render's Budget.
 func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error) {
 	params := map[string]any{
 		"service":   opts.Service,
@@ -116,12 +129,13 @@ func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 		"render":    true,
 	}
 	start := time.Now()
-	_, raw, err := runDriver(ctx, compiled, opts.Attributes, opts.Timeout, r.Log, r.programs, "run", params)
+	budget := Budget(compiled, opts.Timeout)
+	_, raw, err := runDriver(ctx, compiled, opts.Attributes, scriptLimits{opts.Timeout, budget}, r.Log, r.programs, "run", params)
 	if err != nil {
 		return nil, err
 	}
 	data, _ := raw.(map[string]any)
-	realms, err := newRealms(compiled, start, opts.Timeout, r.Log, r.programs)
+	realms, err := newRealms(compiled, start, opts.Timeout, budget, r.Log, r.programs)
 	if err != nil {
 		return nil, err
 	}

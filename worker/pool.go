@@ -22,7 +22,7 @@ type Options struct {
 	Limits Limits
 	// CompileTimeout is the wall deadline of a compile (60 s by default).
 	CompileTimeout time.Duration
-	// RenderGrace is added to a render's scriptlet timeout for its wall deadline: the
+	// RenderGrace is added to a render's scriptlet budget (render.Budget) for its wall deadline: the
 	// sandbox abandons a scriptlet stuck in Go code 2 s after its deadline, and Helm
 	// templates have 10 s (20 s by default).
 	RenderGrace time.Duration

@@ -60,11 +60,7 @@ func (p *Pool) Compile(ctx context.Context, pkg *tosca.Package, inputs map[strin
 
 // Render renders a compiled package in a worker: render.Renderer's Run.
 func (p *Pool) Render(ctx context.Context, compiled *tosca.Compiled, opts render.Options) (*render.Result, error) {
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = tosca.DefaultScriptTimeout
-	}
-	resp, err := p.withClout(ctx, compiled, &request{Op: opRender, Render: opts}, timeout+p.opts.RenderGrace)
+	resp, err := p.withClout(ctx, compiled, &request{Op: opRender, Render: opts}, render.Budget(compiled, opts.Timeout)+p.opts.RenderGrace)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +94,7 @@ func (p *Pool) Evaluate(ctx context.Context, compiled *tosca.Compiled, timeout t
 	if timeout <= 0 {
 		timeout = tosca.DefaultScriptTimeout
 	}
-	resp, err := p.withClout(ctx, compiled, &request{Op: opEvaluate, Timeout: timeout, Coerce: coerce}, timeout+p.opts.RenderGrace)
+	resp, err := p.withClout(ctx, compiled, &request{Op: opEvaluate, Timeout: timeout, Coerce: coerce}, render.Budget(compiled, timeout)+p.opts.RenderGrace)
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func (f *packageFlags) register(cmd *cobra.Command, outputs string, defaultOutpu
 	f.etsi.register(cmd)
 	cmd.Flags().StringVar(&f.service, "service", "demo", "name of the Calaf Service the package is rendered for")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "default", "namespace the package is rendered for")
-	cmd.Flags().DurationVar(&f.timeout, "script-timeout", tosca.DefaultScriptTimeout, "deadline of the package's scriptlets")
+	cmd.Flags().DurationVar(&f.timeout, "script-timeout", tosca.DefaultScriptTimeout, "deadline of each node's renderer and, once for every 100 node templates, of all the package's scriptlets")
 	f.isolation.register(cmd)
 	f.policy.register(cmd)
 	if outputs != "" {

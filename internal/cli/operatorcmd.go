@@ -72,7 +72,7 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().Int64Var(&opts.PackageCacheBytes, "package-cache-bytes", opts.PackageCacheBytes, "size bound of the local package cache")
 	cmd.Flags().IntVar(&opts.CompileCacheSize, "compile-cache-size", opts.CompileCacheSize, "compiled packages kept in memory")
 	cmd.Flags().IntVar(&opts.RenderCacheSize, "render-cache-size", opts.RenderCacheSize, "renders kept in memory")
-	cmd.Flags().DurationVar(&opts.ScriptTimeout, "script-timeout", opts.ScriptTimeout, "deadline of a package's scriptlets in the operator")
+	cmd.Flags().DurationVar(&opts.ScriptTimeout, "script-timeout", opts.ScriptTimeout, "deadline of each node's renderer in the operator and, once for every 100 node templates, of all a package's scriptlets")
 	cmd.Flags().DurationVar(&opts.ProgressInterval, "progress-interval", opts.ProgressInterval, "how often a Service whose objects are not healthy yet is checked")
 	cmd.Flags().StringVar(&opts.RunnerPath, "runner", "", "calaf-runner binary streamed into pods to run operations (default: next to calaf, or on $PATH)")
 	cmd.Flags().StringVar(&opts.WebhookAddress, "webhook-bind-address", "", "address of the push webhook, POST /hooks/git (empty: no webhook)")

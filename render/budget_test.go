@@ -1,0 +1,85 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tliron/go-ard"
+	cloutpkg "github.com/tliron/puccini/clout"
+
+	"calaf.io/calaf/tosca"
+)
+
+// TestBudget checks that a render's budget grows by the timeout for every started 100
+// node templates beyond the first 100, counting node templates only.
+func TestBudget(t *testing.T) {
+	for _, c := range []struct {
+		nodes   int
+		timeout time.Duration
+		want    time.Duration
+	}{
+		{0, 2 * time.Second, 2 * time.Second},
+		{1, 2 * time.Second, 2 * time.Second},
+		{100, 2 * time.Second, 2 * time.Second},
+		{101, 2 * time.Second, 4 * time.Second},
+		{250, 2 * time.Second, 6 * time.Second},
+		{1000, 2 * time.Second, 20 * time.Second},
+		{1000, 0, 100 * time.Second},
+	} {
+		clout := cloutpkg.NewClout()
+		for i := range c.nodes {
+			clout.NewVertex(fmt.Sprintf("n%d", i)).Metadata["puccini"] = ard.StringMap{"version": "1.0", "kind": "NodeTemplate"}
+			clout.NewVertex(fmt.Sprintf("p%d", i)).Metadata["puccini"] = ard.StringMap{"version": "1.0", "kind": "Policy"}
+		}
+		if got := Budget(&tosca.Compiled{Clout: clout}, c.timeout); got != c.want {
+			t.Errorf("%d node templates, timeout %v: budget %v, want %v", c.nodes, c.timeout, got, c.want)
+		}
+	}
+}
+
+// TestRendererTimeoutNamesNode checks that a renderer that never returns is stopped after
+// the script timeout, and that the diagnostic names its node.
+func TestRendererTimeoutNamesNode(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`tosca_definitions_version: tosca_simple_yaml_1_3
+metadata:
+  puccini.scriptlet:loop.render: |-
+    exports.render = function (node, ctx) { for (;;) {} };
+imports:
+- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
+node_types:
+  x.Loop:
+    derived_from: calaf.nodes.Root
+    metadata:
+      calaf.render: loop.render
+topology_template:
+  node_templates:
+    loop:
+      type: x.Loop
+`)
+	for i := range 150 {
+		fmt.Fprintf(&b, "    cm%d:\n      type: calaf.nodes.ConfigMap\n", i)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := tosca.NewCompiler(1).Compile(context.Background(), pkg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewRenderer(1).Render(context.Background(), compiled, Options{Service: "s", Namespace: "n", Timeout: time.Second})
+	want := `node "loop": its renderer did not finish within 1s: an endless loop in the renderer?`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("render: %v, want %q", err, want)
+	}
+}
