@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,7 +66,7 @@ func sizeRun(dir string, timeout time.Duration) (compile, rendered time.Duration
 }
 
 // TestSizeReport measures compile and render of chain packages of 10, 100 and 1,000 node
-// templates (the median of interleaved rounds; one round of 1,000), whether the default
+// templates (the median of interleaved rounds), whether the default
 // settings render 1,000, and writes the "Package size" section of the -report file.
 func TestSizeReport(t *testing.T) {
 	if *report == "" {
@@ -73,11 +75,8 @@ func TestSizeReport(t *testing.T) {
 	dir := t.TempDir()
 	sizes := []int{10, 100, 1000}
 	compiles, renders := map[int][]time.Duration{}, map[int][]time.Duration{}
-	for r := range max(*rounds/3, 1) {
+	for range max(*rounds/2, 3) {
 		for _, n := range sizes {
-			if n == 1000 && r > 0 {
-				continue
-			}
 			c, rd, err := sizeRun(writeChainPackage(t, dir, n), 30*time.Minute)
 			if err != nil {
 				t.Fatalf("%d node templates: %v", n, err)
@@ -86,19 +85,51 @@ func TestSizeReport(t *testing.T) {
 		}
 	}
 	_, _, defaultErr := sizeRun(writeChainPackage(t, dir, 1000), 0)
-	section := sizeMarkdown(sizes, compiles, renders, defaultErr)
+	process := renderProcess(t, writeChainPackage(t, dir, 1000))
+	section := sizeMarkdown(sizes, compiles, renders, defaultErr, process)
 	if err := benchreport.WriteSection(*report, sizeSectionTitle, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *report, section)
 }
 
-func sizeMarkdown(sizes []int, compiles, renders map[int][]time.Duration, defaultErr error) string {
+// processRun is one whole `calaf render` process: its wall time, peak RSS and outcome.
+type processRun struct {
+	wall   time.Duration
+	maxRSS int64 // KiB, of the largest process waited for (the CLI or its worker)
+	err    error
+}
+
+// renderProcess runs `calaf render` (built here) on a package with the default settings:
+// the package work in a worker process, the default script timeout and worker limits.
+func renderProcess(t *testing.T, dir string) processRun {
+	bin := filepath.Join(t.TempDir(), "calaf")
+	build := exec.Command("go", "build", "-o", bin, "calaf.io/calaf/cmd/calaf")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	var stderr strings.Builder
+	cmd := exec.Command(bin, "render", dir)
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	run := processRun{wall: time.Since(start)}
+	if usage, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		run.maxRSS = usage.Maxrss
+	}
+	if err != nil {
+		run.err = fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return run
+}
+
+func sizeMarkdown(sizes []int, compiles, renders map[int][]time.Duration, defaultErr error, process processRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", sizeSectionTitle)
 	fmt.Fprintf(&b, "Written by `make bench` (test/benchmarks, TestSizeReport) on %s: %s, %s/%s, %d CPUs, %s; load average at the end %s.\n\n",
 		time.Now().UTC().Format("2006-01-02"), benchreport.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), benchreport.LoadAverage())
-	b.WriteString("Chain packages of N node templates (ConfigMap + Deployment pairs, each Deployment mounting its ConfigMap and depending on the one before), compiled and rendered in-process; medians of interleaved rounds (one round of 1,000).\n\n")
+	fmt.Fprintf(&b, "Chain packages of N node templates (ConfigMap + Deployment pairs, each Deployment mounting its ConfigMap and depending on the one before), compiled and rendered in-process; medians of %d interleaved rounds.\n\n", len(renders[sizes[0]]))
 	b.WriteString("| node templates | compile | render | render / previous size |\n|---:|---:|---:|---:|\n")
 	var previous time.Duration
 	for _, n := range sizes {
@@ -115,7 +146,12 @@ func sizeMarkdown(sizes []int, compiles, renders map[int][]time.Duration, defaul
 	if defaultErr != nil {
 		defaults = "fails: " + strings.ReplaceAll(defaultErr.Error(), "|", "\\|")
 	}
-	fmt.Fprintf(&b, "\nTargets: render of 1,000 node templates ≤ %.0f× that of 100 — %s (%.1f×); the default settings render 1,000 node templates — %s (%s).\n",
-		maxSizeGrowth, benchreport.Verdict(growth <= maxSizeGrowth), growth, benchreport.Verdict(defaultErr == nil), defaults)
+	processOutcome := fmt.Sprintf("renders in %s, peak RSS of the largest process %d MiB", process.wall.Round(100*time.Millisecond), process.maxRSS/1024)
+	if process.err != nil {
+		processOutcome = "fails: " + strings.ReplaceAll(process.err.Error(), "|", "\\|")
+	}
+	b.WriteString("\nWhat keeps it linear: Calaf resolves requirements with its own indexed resolution (render/resolve.js: a requirement looks only at the node templates its node template name, node type or capability type can match; relationships counted as they are added) and evaluates values without building a path per value (render/values.js), both held to Puccini's own results by equivalence tests (render/resolve_test.go); TOSCA functions find a named node template through an index; each node's realm parses only the views its renderer reads. Deadlines grow with the work (render.Budget): the script timeout once for every started 100 node templates, each renderer the timeout at most.\n")
+	fmt.Fprintf(&b, "\nTargets: render of 1,000 node templates ≤ %.0f× that of 100 — %s (%.1f×); the default settings render 1,000 node templates — %s (in process: %s; `calaf render` as a process, with its worker, the default script timeout and worker limits: %s).\n",
+		maxSizeGrowth, benchreport.Verdict(growth <= maxSizeGrowth), growth, benchreport.Verdict(defaultErr == nil && process.err == nil), defaults, processOutcome)
 	return b.String()
 }
