@@ -121,7 +121,7 @@ func profileMappings(t *testing.T) []string {
 	var flags []string
 	for public := range imports {
 		file := filepath.Join(root, strings.TrimPrefix(public, publicRoot))
-		flags = append(flags, "--map-url", public+"=file://"+file)
+		flags = append(flags, "--map-url="+public+"=file://"+file)
 	}
 	slices.Sort(flags)
 	return flags
