@@ -4,7 +4,6 @@ package benchmarks
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -12,8 +11,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,8 +30,8 @@ const maxProcessRatio = 1.2
 type processRun struct {
 	wall, cpu time.Duration
 	// rssKiB is the peak resident memory of the process or, larger, of a child it waited
-	// for (calaf's worker); workerKiB is the worker's own peak, when there was one.
-	rssKiB, workerKiB int64
+	// for (calaf's worker).
+	rssKiB int64
 }
 
 // processCase is a command line measured round after round.
@@ -138,41 +137,30 @@ func measureCases(t *testing.T, dir string, cases []*processCase) {
 }
 
 // runProcess runs a command line to its end, its output discarded, and returns what it
-// cost; calaf's worker reports its own peak through CALAF_WORKER_STATS.
+// cost. GNU time starts it and reports its peak RSS: a process started from this test
+// (vfork, then exec) would count the test's own peak in its Maxrss.
 func runProcess(t *testing.T, dir string, args []string) processRun {
-	stats := filepath.Join(dir, "worker-stats.jsonl")
-	_ = os.Remove(stats)
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "CALAF_WORKER_STATS="+stats)
+	rss := filepath.Join(dir, "maxrss")
+	cmd := exec.Command(gnuTime, append([]string{"-f", "%M", "-o", rss}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	state := cmd.ProcessState
-	run := processRun{wall: time.Since(start), cpu: state.UserTime() + state.SystemTime(), workerKiB: workerPeakKiB(stats)}
-	if usage, ok := state.SysUsage().(*syscall.Rusage); ok {
-		run.rssKiB = usage.Maxrss // KiB on Linux
+	run := processRun{wall: time.Since(start), cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	data, err := os.ReadFile(rss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.rssKiB, err = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err != nil {
+		t.Fatalf("GNU time's %%M: %v", err)
 	}
 	return run
 }
 
-// workerPeakKiB reads the peak RSS of the worker that wrote the stats file, 0 if none did.
-func workerPeakKiB(path string) int64 {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	var peak int64
-	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		var stats struct{ PeakBytes int64 }
-		if json.Unmarshal(line, &stats) == nil {
-			peak = max(peak, stats.PeakBytes>>10)
-		}
-	}
-	return peak
-}
+// gnuTime runs a command and writes its resource usage.
+const gnuTime = "/usr/bin/time"
 
 // medianRun is the median of each measure of the runs, taken separately.
 func medianRun(runs []processRun) processRun {
@@ -185,10 +173,9 @@ func medianRun(runs []processRun) processRun {
 		return values[len(values)/2]
 	}
 	return processRun{
-		wall:      time.Duration(pick(func(r processRun) int64 { return int64(r.wall) })),
-		cpu:       time.Duration(pick(func(r processRun) int64 { return int64(r.cpu) })),
-		rssKiB:    pick(func(r processRun) int64 { return r.rssKiB }),
-		workerKiB: pick(func(r processRun) int64 { return r.workerKiB }),
+		wall: time.Duration(pick(func(r processRun) int64 { return int64(r.wall) })),
+		cpu:  time.Duration(pick(func(r processRun) int64 { return int64(r.cpu) })),
+		rssKiB: pick(func(r processRun) int64 { return r.rssKiB }),
 	}
 }
 
@@ -255,14 +242,14 @@ func processMarkdown(startup []*processCase, tables map[string][]*processCase, i
 	fmt.Fprintf(&b, "Written by `make bench` (test/benchmarks, TestProcessReport) on %s: %s, %s/%s, %d CPUs, %s; load average at the end %s.\n\n",
 		time.Now().UTC().Format("2006-01-02"), benchreport.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), benchreport.LoadAverage())
 	fmt.Fprintf(&b, "Whole processes, the binaries built by the test as `make build` builds them (`puccini-tosca` from the Puccini v0.22.7 of go.mod, the Calaf profile URLs mapped to this repository's files with `--map-url`), output discarded; each command line %d times, interleaved in rotating order; medians. "+
-		"CPU is user + system time, the worker's included (calaf waits for it); peak RSS is the largest process's (calaf or its worker), the worker's own in the last column. "+
+		"CPU is user + system time, the worker's included (calaf waits for it); peak RSS (GNU time's %%M) is the largest process's, calaf's or its worker's: the two run at the same time, each about that size. "+
 		"`calaf compile` and `calaf validate` run the package work in a worker process (docs/robustness.md); the hidden `--in-process` shows what the worker costs.\n\n", *rounds)
 	b.WriteString("| command | wall | CPU | peak RSS |\n|---|---:|---:|---:|\n")
 	for _, c := range startup {
 		m := medianRun(c.runs)
 		fmt.Fprintf(&b, "| %s (startup alone) | %v | %v | %.1f MiB |\n", c.label, ms(m.wall), ms(m.cpu), mib(m.rssKiB))
 	}
-	b.WriteString("\n| example | command | wall | × baseline | CPU | × baseline | peak RSS | worker's peak RSS |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n| example | command | wall | × baseline | CPU | × baseline | peak RSS | × baseline |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 	worst := map[string]float64{}
 	for _, name := range slices.Sorted(maps.Keys(tables)) {
 		writeProcessRows(&b, name, tables[name], worst)
@@ -282,12 +269,8 @@ func writeProcessRows(b *strings.Builder, example string, cases []*processCase, 
 	for _, c := range cases {
 		m := medianRun(c.runs)
 		wallRatio := float64(m.wall) / float64(base.wall)
-		worker := "—"
-		if m.workerKiB > 0 {
-			worker = fmt.Sprintf("%.1f MiB", mib(m.workerKiB))
-		}
-		fmt.Fprintf(b, "| %s | %s | %v | %.2f× | %v | %.2f× | %.1f MiB | %s |\n", example, c.label, ms(m.wall), wallRatio,
-			ms(m.cpu), float64(m.cpu)/float64(base.cpu), mib(m.rssKiB), worker)
+		fmt.Fprintf(b, "| %s | %s | %v | %.2f× | %v | %.2f× | %.1f MiB | %.2f× |\n", example, c.label, ms(m.wall), wallRatio,
+			ms(m.cpu), float64(m.cpu)/float64(base.cpu), mib(m.rssKiB), float64(m.rssKiB)/float64(base.rssKiB))
 		if c.judged {
 			worst[c.label] = max(worst[c.label], wallRatio)
 		}
