@@ -173,8 +173,8 @@ func medianRun(runs []processRun) processRun {
 		return values[len(values)/2]
 	}
 	return processRun{
-		wall: time.Duration(pick(func(r processRun) int64 { return int64(r.wall) })),
-		cpu:  time.Duration(pick(func(r processRun) int64 { return int64(r.cpu) })),
+		wall:   time.Duration(pick(func(r processRun) int64 { return int64(r.wall) })),
+		cpu:    time.Duration(pick(func(r processRun) int64 { return int64(r.cpu) })),
 		rssKiB: pick(func(r processRun) int64 { return r.rssKiB }),
 	}
 }
