@@ -202,7 +202,11 @@ func (p *Pool) do(ctx context.Context, req *request, deadline time.Duration) (*r
 		return nil, err
 	}
 	switch {
-	case req.CompileKey == "" || req.Op == opCompile:
+	case req.CompileKey == "":
+	case req.Op == opCompile:
+		if resp.Failure == "" && len(resp.Invalid) == 0 {
+			pr.usedClout(req.CompileKey) // the worker keeps what it compiled
+		}
 	case strings.HasPrefix(resp.Failure, noClout):
 		pr.forgetClout(req.CompileKey)
 	default:
