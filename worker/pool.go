@@ -202,11 +202,7 @@ func (p *Pool) do(ctx context.Context, req *request, deadline time.Duration) (*r
 		return nil, err
 	}
 	switch {
-	case req.CompileKey == "":
-	case req.Op == opCompile:
-		if resp.Failure == "" && len(resp.Invalid) == 0 {
-			pr.usedClout(req.CompileKey) // the worker keeps what it compiled
-		}
+	case req.CompileKey == "" || req.Op == opCompile:
 	case strings.HasPrefix(resp.Failure, noClout):
 		pr.forgetClout(req.CompileKey)
 	default:

@@ -235,37 +235,3 @@ func TestWorkerFromAnotherBinary(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
-
-// TestWorkerKeepsWhatItCompiled compiles in a pool of one worker: the worker keeps the
-// Clout under its compile key, and a render asking for it without sending it succeeds
-// and renders what a render in this process does.
-func TestWorkerKeepsWhatItCompiled(t *testing.T) {
-	ctx := context.Background()
-	pool := newPool(t, func(o *Options) { o.Size = 1 })
-	pkg := openExample(t, "hello-world")
-	compiler := tosca.NewCompiler(1)
-	compiler.Run = pool.Compile
-	compiled, err := compiler.Compile(ctx, pkg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.lock.Lock()
-	held := len(pool.idle) == 1 && pool.idle[0].hasClout(compiled.Key)
-	pool.lock.Unlock()
-	if !held {
-		t.Fatal("the pool does not know that its worker holds the compiled Clout")
-	}
-	opts := render.Options{Service: "s", Namespace: "ns"}
-	req := &request{Op: opRender, Package: pkg.Describe(), CompileKey: compiled.Key, Render: opts}
-	resp, err := pool.do(ctx, req, time.Minute)
-	if err != nil || resp.err() != nil {
-		t.Fatalf("a render without the Clout: %v %v", err, resp.err())
-	}
-	local, err := render.NewRenderer(1).Render(ctx, compiled, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(resp.Result.Nodes, local.Nodes) {
-		t.Error("the render of the kept Clout differs from the render in process")
-	}
-}

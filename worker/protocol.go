@@ -50,8 +50,8 @@ type request struct {
 	// Inputs and Compile are a compile's.
 	Inputs  map[string]any
 	Compile tosca.CompileOptions
-	// CompileKey identifies the Clout of a compile (the worker keeps it under that key), a
-	// render or an evaluation; Clout is the Clout, encoded (empty when the worker has it).
+	// CompileKey identifies the Clout of a render or an evaluation; Clout is the Clout,
+	// encoded (empty when the worker said it has it).
 	CompileKey string
 	Clout      []byte
 	// Render are the options of a render.

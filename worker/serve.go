@@ -115,9 +115,6 @@ func (s *server) handle(req *request) *response {
 		if clout, err = s.compiler.CompileClout(ctx, pkg, req.Inputs, req.Compile); err == nil {
 			resp.Clout, err = encodeClout(clout)
 		}
-		if err == nil && req.CompileKey != "" {
-			s.clouts.Put(req.CompileKey, clout) // a render of it next need not send it back
-		}
 	case opRender, opEvaluate:
 		err = s.renderOrEvaluate(ctx, req, pkg, resp)
 	default:

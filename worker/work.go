@@ -40,12 +40,9 @@ func (e *Error) invalid() *tosca.InvalidError {
 	return tosca.Invalid(e.Entry, "%s of the package %s", e.Op, e.Ending.Text)
 }
 
-// Compile compiles a package in a worker: tosca.Compiler's Run. The worker keeps the Clout
-// under its compile key, so that a render or an evaluation of it sent to the same worker
-// does not carry it back.
+// Compile compiles a package in a worker: tosca.Compiler's Run.
 func (p *Pool) Compile(ctx context.Context, pkg *tosca.Package, inputs map[string]any, opts tosca.CompileOptions) (*cloutpkg.Clout, error) {
-	key := tosca.CompileKey(pkg.Digest, inputs, opts)
-	req := &request{Op: opCompile, Package: pkg.Describe(), Inputs: inputs, Compile: opts, CompileKey: key}
+	req := &request{Op: opCompile, Package: pkg.Describe(), Inputs: inputs, Compile: opts}
 	resp, err := p.do(ctx, req, p.opts.CompileTimeout)
 	if err != nil {
 		return nil, err
@@ -57,7 +54,7 @@ func (p *Pool) Compile(ctx context.Context, pkg *tosca.Package, inputs map[strin
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	p.encoded.Put(key, resp.Clout)
+	p.encoded.Put(tosca.CompileKey(pkg.Digest, inputs, opts), resp.Clout)
 	return clout, nil
 }
 
