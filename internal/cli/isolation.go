@@ -26,8 +26,6 @@ type isolation struct {
 	// the worker costs).
 	inProcess bool
 	pool      *worker.Pool
-	// warming is closed once the worker that warm started is up (or failed to start).
-	warming chan struct{}
 }
 
 // statsEnv names a file that receives one JSON line per worker that exited: its peak
@@ -60,25 +58,6 @@ func (i *isolation) start() (*worker.Pool, error) {
 	}
 	i.pool = pool
 	return pool, nil
-}
-
-// warm starts the worker in the background, so that its start (a process, Go's package
-// initialization) overlaps what calaf does before its first request: opening the package,
-// its digest and integrity checks. A worker that fails to start here fails again, with
-// its error, at the first request.
-func (i *isolation) warm(ctx context.Context) {
-	if i.inProcess || i.warming != nil {
-		return
-	}
-	pool, err := i.start()
-	if err != nil {
-		return
-	}
-	i.warming = make(chan struct{})
-	go func() {
-		defer close(i.warming)
-		_ = pool.Warm(ctx)
-	}()
 }
 
 // compiler returns a compiler whose compiles run in the worker.
@@ -121,11 +100,8 @@ func (i *isolation) evaluate(ctx context.Context, compiled *tosca.Compiled, time
 	return pool.Evaluate(ctx, compiled, timeout, coerce)
 }
 
-// close stops the worker, once the one warm started is up.
+// close stops the worker.
 func (i *isolation) close() {
-	if i.warming != nil {
-		<-i.warming
-	}
 	if i.pool != nil {
 		i.pool.Close()
 	}

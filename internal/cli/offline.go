@@ -82,7 +82,6 @@ func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, e
 			return nil, err
 		}
 	}
-	f.isolation.warm(ctx)
 	// A package with a SOL004 manifest must match it, and with --anchors carry a trusted
 	// signature, before anything reads it.
 	pkg, integrity, verdict, err := sol004.VerifyPackage(source, tosca.DefaultLimits(), policy)
