@@ -259,7 +259,8 @@ func processMarkdown(startup []*processCase, tables map[string][]*processCase, i
 	b.WriteString("\nReading it: Go initializes every package linked into a binary before main, whatever the command, and has no lazy loading of a linked package. " +
 		"calaf is one binary — the CLI, the operator (controller-runtime, client-go and its scheme, kubectl's scheme) and Helm (its chartutil imports santhosh-tekuri/jsonschema/v6, which compiles the meta-schemas of five JSON Schema drafts at init) — " +
 		"and its worker is the same binary started again: `calaf compile` and `calaf validate` pay that initialization twice, in calaf and in its worker, where puccini-tosca pays its own once. " +
-		"No Calaf package computes anything at init but a few small maps and regular expressions.\n")
+		"No Calaf package computes anything at init but a few small maps and regular expressions. " +
+		"The CLI keeps its worker all the same: it bounds what a hostile package's scriptlets may take (memory, stack, time) and turns a crash into a diagnostic (docs/robustness.md); the `--in-process` rows are what running without it would cost.\n")
 	fmt.Fprintf(&b, "\nTargets, wall time against `puccini-tosca compile` of the same package: `calaf compile` ≤ %.1f× — %s (worst %.2f×); `calaf validate` ≤ %.1f× — %s (worst %.2f×).\n",
 		maxProcessRatio, benchreport.Verdict(worst["`calaf compile`"] <= maxProcessRatio), worst["`calaf compile`"],
 		maxProcessRatio, benchreport.Verdict(worst["`calaf validate`"] <= maxProcessRatio), worst["`calaf validate`"])
