@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +67,22 @@ func (m *mapper) containers(context.Context) error {
 	return nil
 }
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+// isDNSLabel tells whether name is an RFC 1123 label: 1 to 63 lowercase letters, digits
+// and '-', starting and ending with a letter or a digit. (A loop, not a regular
+// expression: a package-level regexp with {0,61} was compiled at every calaf start.)
+func isDNSLabel(name string) bool {
+	if len(name) == 0 || len(name) > 63 {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		alnum := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+		if !alnum && (c != '-' || i == 0 || i == len(name)-1) {
+			return false
+		}
+	}
+	return true
+}
 
 // containerWorkload returns the objects of a container VDU: its claims (for a Deployment)
 // and its workload, last.
@@ -82,7 +96,7 @@ func (m *mapper) containerWorkload(n *Node) ([]*object, error) {
 	if name == "" {
 		name = asString(n.Properties["name"])
 	}
-	if !dnsLabel.MatchString(name) {
+	if !isDNSLabel(name) {
 		return nil, fmt.Errorf("workload name %q is not a DNS label (lower case letters, digits and '-')", name)
 	}
 	var containers []any
@@ -122,7 +136,7 @@ func (m *mapper) containerWorkload(n *Node) ([]*object, error) {
 func osContainer(n *Node) (map[string]any, error) {
 	p := n.Properties
 	name := asString(p["name"])
-	if !dnsLabel.MatchString(name) {
+	if !isDNSLabel(name) {
 		return nil, fmt.Errorf("container %s: name %q is not a DNS label", n.Name, name)
 	}
 	image := ""
