@@ -43,7 +43,9 @@ func TestBudget(t *testing.T) {
 }
 
 // TestRendererTimeoutNamesNode checks that a renderer that never returns is stopped after
-// the script timeout, and that the diagnostic names its node.
+// the script timeout, and that the diagnostic names its node: in a package of 400 node
+// templates (a budget of 4 timeouts, of which the driver takes a fraction), "aloop" is the
+// first node rendered, its 350 neighbours have no renderer.
 func TestRendererTimeoutNamesNode(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`tosca_definitions_version: tosca_simple_yaml_1_3
@@ -59,11 +61,11 @@ node_types:
       calaf.render: loop.render
 topology_template:
   node_templates:
-    loop:
+    aloop:
       type: x.Loop
 `)
-	for i := range 150 {
-		fmt.Fprintf(&b, "    cm%d:\n      type: calaf.nodes.ConfigMap\n", i)
+	for i := range 399 {
+		fmt.Fprintf(&b, "    n%d:\n      type: calaf.nodes.Root\n", i)
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(b.String()), 0o644); err != nil {
@@ -77,8 +79,8 @@ topology_template:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewRenderer(1).Render(context.Background(), compiled, Options{Service: "s", Namespace: "n", Timeout: time.Second})
-	want := `node "loop": its renderer did not finish within 1s: an endless loop in the renderer?`
+	_, err = NewRenderer(1).Render(context.Background(), compiled, Options{Service: "s", Namespace: "n", Timeout: 2 * time.Second})
+	want := `node "aloop": its renderer did not finish within 2s: an endless loop in the renderer?`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("render: %v, want %q", err, want)
 	}

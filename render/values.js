@@ -6,6 +6,12 @@
 // each is coerced. A value that fails is reported as a problem and left as it was.
 const tosca = require('tosca.lib.utils');
 
+// keysOf are the own keys of a map of the topology: what a function may have added to
+// Object.prototype is none of its entries.
+function keysOf(map) {
+  return map === undefined || map === null ? [] : Object.keys(map);
+}
+
 // eachValues calls visit(holder, site, source, target) for every map of values in the
 // topology, with the context its functions are evaluated in: the inputs and outputs, and
 // of every node template, relationship, group, policy and substitution the properties,
@@ -35,12 +41,14 @@ function nodeTemplateValues(vertex, visit) {
   visit(template.properties, vertex);
   visit(template.attributes, vertex);
   interfaceValues(template.interfaces, visit, vertex);
-  for (let name in template.capabilities) {
-    visit(template.capabilities[name].properties, vertex);
-    visit(template.capabilities[name].attributes, vertex);
+  let capabilities = keysOf(template.capabilities);
+  for (let i = 0; i < capabilities.length; i++) {
+    visit(template.capabilities[capabilities[i]].properties, vertex);
+    visit(template.capabilities[capabilities[i]].attributes, vertex);
   }
-  for (let name in template.artifacts) {
-    let artifact = template.artifacts[name];
+  let artifacts = keysOf(template.artifacts);
+  for (let i = 0; i < artifacts.length; i++) {
+    let artifact = template.artifacts[artifacts[i]];
     visit(artifact.properties, vertex);
     if (artifact.credential !== null) visit(artifact, vertex, undefined, undefined, 'credential');
   }
@@ -55,15 +63,18 @@ function nodeTemplateValues(vertex, visit) {
 }
 
 function interfaceValues(interfaces, visit, site, source, target) {
-  for (let name in interfaces) {
-    let interface_ = interfaces[name];
+  let names = keysOf(interfaces);
+  for (let i = 0; i < names.length; i++) {
+    let interface_ = interfaces[names[i]];
     visit(interface_.inputs, site, source, target);
-    for (let operation in interface_.operations) {
-      visit(interface_.operations[operation].inputs, site, source, target);
-      visit(interface_.operations[operation].outputs, site, source, target);
+    let operations = keysOf(interface_.operations);
+    for (let o = 0; o < operations.length; o++) {
+      visit(interface_.operations[operations[o]].inputs, site, source, target);
+      visit(interface_.operations[operations[o]].outputs, site, source, target);
     }
-    for (let notification in interface_.notifications) {
-      visit(interface_.notifications[notification].outputs, site, source, target);
+    let notifications = keysOf(interface_.notifications);
+    for (let n = 0; n < notifications.length; n++) {
+      visit(interface_.notifications[notifications[n]].outputs, site, source, target);
     }
   }
 }
@@ -82,11 +93,26 @@ function replacer(change) {
       }
     };
     if (only !== undefined) return replace(only);
-    for (let key in holder) replace(key);
+    let keys = keysOf(holder);
+    for (let i = 0; i < keys.length; i++) replace(keys[i]);
   };
 }
 
-// coerce evaluates every value of the topology in place.
+// builtIns are the prototypes whose enumerable properties every for-in loop would see.
+const builtIns = { 'Object.prototype': Object.prototype, 'Array.prototype': Array.prototype,
+  'Function.prototype': Function.prototype, 'String.prototype': String.prototype };
+
+// refusePollution throws if a function added enumerable properties to a built-in prototype:
+// the rest of the work in this realm would see them in every object it walks.
+function refusePollution() {
+  for (let name in builtIns) {
+    let added = Object.keys(builtIns[name]);
+    if (added.length !== 0) throw util.sprintf('a TOSCA function added %s to %s: scriptlets may not change JavaScript\'s built-in prototypes', added.join(', '), name);
+  }
+}
+
+// coerce evaluates every value of the topology in place, and refuses a topology whose
+// functions changed the built-in prototypes.
 exports.coerce = function () {
   eachValues(replacer(function (value, site, source, target) {
     return clout.newCoercible(value, site, source, target);
@@ -94,4 +120,5 @@ exports.coerce = function () {
   eachValues(replacer(function (value) {
     return clout.coerce(value);
   }));
+  refusePollution();
 };

@@ -105,7 +105,7 @@ func isolationCases() []untrustedCase {
 		// Evaluation is one realm (functions see the whole topology): the pollution breaks
 		// Puccini's own traversal there, and no renderer's realm gets it.
 		{classIsolation, "a TOSCA function pollutes Object.prototype", service(pollution(true)),
-			`service.yaml: TypeError: Receiver is not an object: cluster-admin-sa (at internal:tosca.lib.traversal@bc9c945592dc:89:22(222))`},
+			`service.yaml: a TOSCA function added serviceAccountName, command to Object.prototype: scriptlets may not change JavaScript's built-in prototypes`},
 	}
 }
 

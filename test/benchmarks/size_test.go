@@ -93,8 +93,8 @@ func TestSizeReport(t *testing.T) {
 	t.Logf("wrote %s:\n%s", *report, section)
 }
 
-// processRun is one whole `calaf render` process: its wall time, peak RSS and outcome.
-type processRun struct {
+// renderRun is one whole `calaf render` process: its wall time, peak RSS and outcome.
+type renderRun struct {
 	wall   time.Duration
 	maxRSS int64 // KiB, of the largest process waited for (the CLI or its worker)
 	err    error
@@ -102,7 +102,7 @@ type processRun struct {
 
 // renderProcess runs `calaf render` (built here) on a package with the default settings:
 // the package work in a worker process, the default script timeout and worker limits.
-func renderProcess(t *testing.T, dir string) processRun {
+func renderProcess(t *testing.T, dir string) renderRun {
 	bin := filepath.Join(t.TempDir(), "calaf")
 	build := exec.Command("go", "build", "-o", bin, "calaf.io/calaf/cmd/calaf")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -114,7 +114,7 @@ func renderProcess(t *testing.T, dir string) processRun {
 	cmd.Stderr = &stderr
 	start := time.Now()
 	err := cmd.Run()
-	run := processRun{wall: time.Since(start)}
+	run := renderRun{wall: time.Since(start)}
 	if usage, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		run.maxRSS = usage.Maxrss
 	}
@@ -124,7 +124,7 @@ func renderProcess(t *testing.T, dir string) processRun {
 	return run
 }
 
-func sizeMarkdown(sizes []int, compiles, renders map[int][]time.Duration, defaultErr error, process processRun) string {
+func sizeMarkdown(sizes []int, compiles, renders map[int][]time.Duration, defaultErr error, process renderRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", sizeSectionTitle)
 	fmt.Fprintf(&b, "Written by `make bench` (test/benchmarks, TestSizeReport) on %s: %s, %s/%s, %d CPUs, %s; load average at the end %s.\n\n",
