@@ -7,8 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -101,22 +101,23 @@ type renderRun struct {
 }
 
 // renderProcess runs `calaf render` (built here) on a package with the default settings:
-// the package work in a worker process, the default script timeout and worker limits.
+// the package work in a worker process, the default script timeout and worker limits. GNU
+// time reports the peak RSS (of calaf or, larger, its worker).
 func renderProcess(t *testing.T, dir string) renderRun {
-	bin := filepath.Join(t.TempDir(), "calaf")
-	build := exec.Command("go", "build", "-o", bin, "calaf.io/calaf/cmd/calaf")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	tmp := t.TempDir()
+	bin := buildBinary(t, tmp, "calaf", "calaf.io/calaf/cmd/calaf")
+	rss := filepath.Join(tmp, "maxrss")
 	var stderr strings.Builder
-	cmd := exec.Command(bin, "render", dir)
+	cmd := exec.Command(gnuTime, "-f", "%M", "-o", rss, bin, "render", dir)
 	cmd.Stderr = &stderr
 	start := time.Now()
 	err := cmd.Run()
 	run := renderRun{wall: time.Since(start)}
-	if usage, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		run.maxRSS = usage.Maxrss
+	if data, readErr := os.ReadFile(rss); readErr == nil {
+		fields := strings.Fields(string(data)) // a failed command's line comes first
+		if len(fields) > 0 {
+			run.maxRSS, _ = strconv.ParseInt(fields[len(fields)-1], 10, 64)
+		}
 	}
 	if err != nil {
 		run.err = fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))

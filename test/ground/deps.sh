@@ -14,6 +14,7 @@ packages=(
   busybox-static                               # the one binary of the calaf.local/busybox image
   iptables ebtables conntrack ethtool socat    # what kubelet and the CNI bridge plugin call
   iproute2 util-linux procps openssl curl      # ip/ss, mount/nsenter/setsid, sysctl, certificates, health checks
+  time                                         # GNU time: peak RSS of whole processes in make bench
 )
 
 # missing_packages: those of $packages that dpkg does not know as "install ok installed", one
