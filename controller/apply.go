@@ -172,6 +172,7 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svcKey 
 			return result, fmt.Errorf("%s/%s apply failed: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		result.applied[obj.GetKind()+"/"+obj.GetName()] = applied
+		r.echoes.expect(echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()), applied.GetResourceVersion())
 		r.fingerprints.set(svcKey+"/"+id, fingerprint{desired: desired, live: liveHash(applied)})
 		switch {
 		case live == nil:
