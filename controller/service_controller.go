@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/lru"
 	"calaf.io/calaf/internal/text"
 	renderpolicy "calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
@@ -74,6 +75,8 @@ type ServiceReconciler struct {
 	poller       *polling.StatusPoller
 	fingerprints fingerprints
 	echoes       echoes
+	facts        *lru.Cache[compiledFacts]
+	factsOnce    sync.Once
 	addWatch     func(schema.GroupVersionKind) error
 	states       stateKeys
 	watched      sync.Map // schema.GroupVersionKind → true
