@@ -147,7 +147,7 @@ func printRound(i, n int, results []result) {
 func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
 	var results []result
 	for _, workers := range []int{1, b.workers} {
-		namespace := fmt.Sprintf("fleet-baseline%d-%d-r%d", workers, n, i)
+		namespace := fmt.Sprintf("fleet-baseline%d-%d-r%d-%s", workers, n, i, runID)
 		objects, err := b.objects(ctx, n, namespace)
 		if err != nil {
 			return nil, err
@@ -159,7 +159,7 @@ func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
 		results = append(results, r)
 	}
 	for j, limit := range b.memoryLimits {
-		r, err := b.operatorRun(ctx, n, limit, fmt.Sprintf("fleet-calaf%d-%d-r%d", j, n, i))
+		r, err := b.operatorRun(ctx, n, limit, fmt.Sprintf("fleet-calaf%d-%d-r%d-%s", j, n, i, runID))
 		if err != nil {
 			return nil, err
 		}
@@ -171,6 +171,9 @@ func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
 func inputsOf(i int) map[string]any {
 	return map[string]any{"app": fmt.Sprintf("app-%04d", i), "message": fmt.Sprintf("hello from app %d", i)}
 }
+
+// runID tells one run's namespaces from another's on the same cluster.
+var runID = strconv.FormatInt(time.Now().Unix()%(36*36*36*36), 36)
 
 // renderNamespace is the namespace objects are rendered in, replaced by the run's own.
 const renderNamespace = "fleet-render-namespace"

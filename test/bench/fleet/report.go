@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"runtime"
@@ -78,16 +79,16 @@ func medians(rounds [][]result) []result {
 	return out
 }
 
-// median of f over runs (the lower of the two middle ones); at, when set, takes the RSS
-// split of the median run.
+// median of f over runs (of an even count, the mean of the two middle ones); at, when
+// set, takes the RSS split of the lower middle run.
 func median[T ~int64](runs []result, f func(result) float64, at *result) T {
 	sorted := slices.Clone(runs)
-	slices.SortFunc(sorted, func(a, b result) int { return int(f(a) - f(b)) })
-	mid := sorted[(len(sorted)-1)/2]
+	slices.SortFunc(sorted, func(a, b result) int { return cmp.Compare(f(a), f(b)) })
+	lower, upper := sorted[(len(sorted)-1)/2], sorted[len(sorted)/2]
 	if at != nil {
-		at.rssSplit = mid.rssSplit
+		at.rssSplit = lower.rssSplit
 	}
-	return T(f(mid))
+	return T((f(lower) + f(upper)) / 2)
 }
 
 const sectionTitle = "## Operator at scale:"
