@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fluxcd/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,6 +136,9 @@ type applyResult struct {
 	created, configured, unchanged int
 	changes                        []string
 	applied                        map[string]*unstructured.Unstructured
+	// missed: someone else changed an applied object while it was applied (its watch
+	// event was held back as a possible echo): the Service needs another reconcile.
+	missed atomic.Bool
 }
 
 // applyObjects applies the objects whose desired content or live fields changed since
@@ -207,9 +211,18 @@ func (r *ServiceReconciler) applyDirect(ctx context.Context, a *access, svcKey s
 	applied, errs := make([]*unstructured.Unstructured, len(objects)), make([]error, len(objects))
 	var wg sync.WaitGroup
 	for i, obj := range objects {
+		key := echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
+		r.echoes.begin(key)
 		wg.Go(func() {
 			applied[i] = obj.DeepCopy()
 			errs[i] = a.writer.Patch(ctx, applied[i], client.Apply, client.ForceOwnership, client.FieldOwner(fieldManager))
+			rv := ""
+			if errs[i] == nil {
+				rv = applied[i].GetResourceVersion()
+			}
+			if r.echoes.done(key, rv) {
+				result.missed.Store(true)
+			}
 		})
 	}
 	wg.Wait()
@@ -223,7 +236,6 @@ func (r *ServiceReconciler) applyDirect(ctx context.Context, a *access, svcKey s
 		}
 		id, ref := render.ObjectID(obj), obj.GetKind()+"/"+obj.GetName()
 		result.applied[ref] = applied[i]
-		r.echoes.expect(echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()), applied[i].GetResourceVersion())
 		r.fingerprints.set(svcKey+"/"+id, fingerprint{desired: hashes[id], live: liveHash(applied[i])})
 		switch {
 		case lives[i] == nil:

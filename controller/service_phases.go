@@ -184,15 +184,16 @@ func (r *ServiceReconciler) renderedBefore(s *scope) bool {
 }
 
 // ensureCompiled compiles the package with the scope's inputs unless it is already: in
-// the compiler's cache, or in the state Secret (not read for a Service that never got
-// that far: it has none). It saves the state when it changed.
+// the compiler's cache, bound onto the package's template, or in the state Secret (not
+// read for a Service that never got that far: it has none). It saves the state when it
+// changed.
 func (r *ServiceReconciler) ensureCompiled(ctx context.Context, s *scope) error {
 	if s.Compiled != nil {
 		return nil
 	}
 	key := s.compileKey
-	compiled, ok := r.Compiler.Cached(key, s.Artifact.Package)
-	if !ok && s.fresh {
+	compiled, ok := r.Compiler.Bound(s.Artifact.Package, s.Inputs, s.compileOpts)
+	if s.fresh {
 		r.states.LoadOrStore(string(s.Service.UID), stateAbsent)
 	} else if !ok {
 		if compiled = r.loadState(ctx, s.Service, key, s.Artifact.Package, s.Inputs); compiled != nil {
