@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fluxcd/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,18 +136,21 @@ type applyResult struct {
 	created, configured, unchanged int
 	changes                        []string
 	applied                        map[string]*unstructured.Unstructured
+	// missed: someone else changed an applied object while it was applied (its watch
+	// event was held back as a possible echo): the Service needs another reconcile.
+	missed atomic.Bool
 }
 
 // applyObjects applies the objects whose desired content or live fields changed since
 // they were last applied and verified; the others cost nothing. Namespaced objects are
-// applied with one server-side apply request each; cluster-scoped ones, CRDs and forced
-// recreations go through fluxcd/pkg/ssa's staged apply (CRDs and namespaces first).
-// recorded holds the inventory's fingerprint tokens by object ID.
+// applied with one server-side apply request each, all of them at once; cluster-scoped
+// ones, CRDs and forced recreations go through fluxcd/pkg/ssa's staged apply (CRDs and
+// namespaces first). recorded holds the inventory's fingerprint tokens by object ID.
 func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svcKey string, recorded map[string]string, objects []*unstructured.Unstructured, force bool) (*applyResult, error) {
 	result := &applyResult{applied: map[string]*unstructured.Unstructured{}}
-	var staged []*unstructured.Unstructured
+	var staged, direct, lives []*unstructured.Unstructured
 	hashes := map[string]string{}
-	lives := map[string]string{}
+	liveHashes := map[string]string{}
 	for _, obj := range objects {
 		id := render.ObjectID(obj)
 		desired := desiredHash(obj)
@@ -156,9 +160,9 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svcKey 
 			return result, err
 		}
 		if live != nil {
-			lives[id] = liveHash(live)
-			fp := r.fingerprints.recall(svcKey+"/"+id, recorded[id], desired, lives[id])
-			if fp.desired == desired && fp.live != "" && fp.live == lives[id] {
+			liveHashes[id] = liveHash(live)
+			fp := r.fingerprints.recall(svcKey+"/"+id, recorded[id], desired, liveHashes[id])
+			if fp.desired == desired && fp.live != "" && fp.live == liveHashes[id] {
 				result.unchanged++
 				continue
 			}
@@ -167,22 +171,10 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svcKey 
 			staged = append(staged, obj.DeepCopy())
 			continue
 		}
-		applied := obj.DeepCopy()
-		if err := a.writer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(fieldManager)); err != nil {
-			return result, fmt.Errorf("%s/%s apply failed: %w", obj.GetKind(), obj.GetName(), err)
-		}
-		result.applied[obj.GetKind()+"/"+obj.GetName()] = applied
-		r.fingerprints.set(svcKey+"/"+id, fingerprint{desired: desired, live: liveHash(applied)})
-		switch {
-		case live == nil:
-			result.created++
-			result.changes = append(result.changes, obj.GetKind()+"/"+obj.GetName()+" created")
-		case applied.GetResourceVersion() != live.GetResourceVersion():
-			result.configured++
-			result.changes = append(result.changes, obj.GetKind()+"/"+obj.GetName()+" configured")
-		default:
-			result.unchanged++
-		}
+		direct, lives = append(direct, obj), append(lives, live)
+	}
+	if err := r.applyDirect(ctx, a, svcKey, hashes, direct, lives, result); err != nil {
+		return result, err
 	}
 	if len(staged) == 0 {
 		return result, nil
@@ -203,12 +195,60 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svcKey 
 				result.changes = append(result.changes, entry.Subject+" configured")
 			default:
 				result.unchanged++
-				fp.live = lives[id]
+				fp.live = liveHashes[id]
 			}
 			r.fingerprints.set(svcKey+"/"+id, fp)
 		}
 	}
 	return result, err
+}
+
+// applyDirect applies objects with one server-side apply request each, all at once, and
+// counts what each changed, in the objects' order; lives are the objects as they were
+// (nil: absent). The first failure (in that order) is returned, after what the others
+// changed was counted.
+func (r *ServiceReconciler) applyDirect(ctx context.Context, a *access, svcKey string, hashes map[string]string, objects, lives []*unstructured.Unstructured, result *applyResult) error {
+	applied, errs := make([]*unstructured.Unstructured, len(objects)), make([]error, len(objects))
+	var wg sync.WaitGroup
+	for i, obj := range objects {
+		key := echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
+		r.echoes.begin(key)
+		wg.Go(func() {
+			applied[i] = obj.DeepCopy()
+			errs[i] = a.writer.Patch(ctx, applied[i], client.Apply, client.ForceOwnership, client.FieldOwner(fieldManager))
+			rv := ""
+			if errs[i] == nil {
+				rv = applied[i].GetResourceVersion()
+			}
+			if r.echoes.done(key, rv) {
+				result.missed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	var first error
+	for i, obj := range objects {
+		if errs[i] != nil {
+			if first == nil {
+				first = fmt.Errorf("%s/%s apply failed: %w", obj.GetKind(), obj.GetName(), errs[i])
+			}
+			continue
+		}
+		id, ref := render.ObjectID(obj), obj.GetKind()+"/"+obj.GetName()
+		result.applied[ref] = applied[i]
+		r.fingerprints.set(svcKey+"/"+id, fingerprint{desired: hashes[id], live: liveHash(applied[i])})
+		switch {
+		case lives[i] == nil:
+			result.created++
+			result.changes = append(result.changes, ref+" created")
+		case applied[i].GetResourceVersion() != lives[i].GetResourceVersion():
+			result.configured++
+			result.changes = append(result.changes, ref+" configured")
+		default:
+			result.unchanged++
+		}
+	}
+	return first
 }
 
 // isStagedKind tells whether an object must be applied in ssa's stages: definitions and

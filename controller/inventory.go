@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,21 +80,30 @@ func ownedBy(obj client.Object, svc *v1alpha1.Service) bool {
 }
 
 // checkOwnership refuses to take over objects that exist without this Service's labels:
-// another tool's or another Service's objects are never adopted or overwritten.
+// another tool's or another Service's objects are never adopted or overwritten. The
+// objects not in the inventory are read at once (one round trip for a node's objects).
 func (r *ServiceReconciler) checkOwnership(ctx context.Context, reader client.Reader, svc *v1alpha1.Service, objects []*unstructured.Unstructured) error {
 	known := map[string]bool{}
 	for _, entry := range svc.Status.Inventory {
 		known[entry.ID] = true
 	}
+	var unknown []*unstructured.Unstructured
 	for _, obj := range objects {
-		if known[render.ObjectID(obj)] {
-			continue
+		if !known[render.ObjectID(obj)] {
+			unknown = append(unknown, obj)
 		}
-		live, err := getLiveUncached(ctx, reader, obj)
-		if err != nil {
-			return classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, err)
+	}
+	lives, errs := make([]*unstructured.Unstructured, len(unknown)), make([]error, len(unknown))
+	var wg sync.WaitGroup
+	for i, obj := range unknown {
+		wg.Go(func() { lives[i], errs[i] = getLiveUncached(ctx, reader, obj) })
+	}
+	wg.Wait()
+	for i, obj := range unknown {
+		if errs[i] != nil {
+			return classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, errs[i])
 		}
-		if live != nil && !ownedBy(live, svc) {
+		if live := lives[i]; live != nil && !ownedBy(live, svc) {
 			owner := "no Calaf Service"
 			if name := live.GetLabels()[v1alpha1.LabelService]; name != "" {
 				owner = "Service " + live.GetLabels()[v1alpha1.LabelServiceNamespace] + "/" + name

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/lru"
 	"calaf.io/calaf/internal/text"
 	renderpolicy "calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
@@ -73,6 +74,9 @@ type ServiceReconciler struct {
 
 	poller       *polling.StatusPoller
 	fingerprints fingerprints
+	echoes       echoes
+	facts        *lru.Cache[compiledFacts]
+	factsOnce    sync.Once
 	addWatch     func(schema.GroupVersionKind) error
 	states       stateKeys
 	watched      sync.Map // schema.GroupVersionKind → true
@@ -123,7 +127,7 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 		b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(serviceOfPod), builder.WithPredicates(podReadiness{}))
 	}
 	for _, gvk := range watchedKinds {
-		b = b.Watches(r.cachedObject(gvk), handler.EnqueueRequestsFromMapFunc(serviceOf), builder.WithPredicates(ownedChanges{}))
+		b = b.Watches(r.cachedObject(gvk), handler.EnqueueRequestsFromMapFunc(serviceOf), builder.WithPredicates(r.ownedChanges(gvk)))
 		r.watched.Store(gvk, true)
 	}
 	c, err := b.Build(r)
@@ -131,17 +135,13 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 		return err
 	}
 	r.addWatch = func(gvk schema.GroupVersionKind) error {
-		return c.Watch(source.Kind(mgr.GetCache(), r.cachedObject(gvk), handler.EnqueueRequestsFromMapFunc(serviceOf), ownedChanges{}))
+		return c.Watch(source.Kind(mgr.GetCache(), r.cachedObject(gvk), handler.EnqueueRequestsFromMapFunc(serviceOf), r.ownedChanges(gvk)))
 	}
 	return nil
 }
 
 // lockdown tells whether every Service acts as a service account of its namespace.
 func (r *ServiceReconciler) lockdown() bool { return r.DefaultServiceAccount != "" }
-
-// ownedChanges lets through every change of an owned object that bumps its resource
-// version: deletion, edits, and status progress.
-type ownedChanges = predicate.ResourceVersionChangedPredicate
 
 // ensureWatched watches a kind the operator did not watch yet, so that drift of such
 // objects is repaired as quickly as that of the common kinds.

@@ -78,6 +78,9 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 	if result != nil {
 		d.changes = append(d.changes, result.changes...)
 		r.Metrics.countApplied(result.created, result.configured)
+		if result.missed.Load() && r.Triggers != nil {
+			r.Triggers.Trigger(s.Service.Namespace, s.Service.Name)
+		}
 	}
 	if err != nil {
 		outcome.failure = err

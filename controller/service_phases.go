@@ -14,6 +14,7 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/internal/jsonvalue"
+	"calaf.io/calaf/internal/lru"
 	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/render"
 	sourcepkg "calaf.io/calaf/source"
@@ -29,8 +30,19 @@ type scope struct {
 	Inputs   map[string]any
 	Redact   *redactor
 	Artifact *sourcepkg.Artifact
+	// Compiled is the compiled package; nil when the render was cached (ensureCompiled).
 	Compiled *tosca.Compiled
 	Result   *render.Result
+	// compileKey and compileOpts identify the compile of the Service's package and
+	// inputs; facts are what the reconcile needs of it.
+	compileKey  string
+	compileOpts tosca.CompileOptions
+	facts       compiledFacts
+	// cachedRender is the render found in the renderer's cache before any compile.
+	cachedRender *render.Result
+	// fresh: the Service was never reconciled as far as fetching its package (nothing of
+	// it was compiled or saved yet).
+	fresh bool
 	// Instantiate is the Service's ETSI instantiate request, if any.
 	Instantiate *etsi.Request
 	// Attributes observed this reconcile, by node and name.
@@ -77,6 +89,7 @@ type phase func(ctx context.Context, s *scope) error
 // touched before the new revision is known good.
 func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service) (ctrl.Result, error) {
 	s := newScope(ctx, svc)
+	s.fresh = svc.Status.LastAttemptedRevision == ""
 	if svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != "" {
 		svc.Status.LastHandledReconcileAt = svc.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	}
@@ -127,8 +140,9 @@ func (r *ServiceReconciler) warnUnverified(svc *v1alpha1.Service, before, now *v
 		now.Revision, text.Truncate(v.Message, 900))
 }
 
-// reconcileCompile resolves the inputs and compiles the package (cached by digest and
-// inputs).
+// reconcileCompile resolves the inputs and makes sure the package is compiled with them,
+// unless the render this reconcile needs is cached: then neither a compile nor a read of
+// the state Secret is needed.
 func (r *ServiceReconciler) reconcileCompile(ctx context.Context, s *scope) error {
 	inputs, err := r.resolveInputs(ctx, s.access.direct, s.Service, s.Redact)
 	if err != nil {
@@ -139,27 +153,64 @@ func (r *ServiceReconciler) reconcileCompile(ctx context.Context, s *scope) erro
 	if err != nil {
 		return err
 	}
-	s.Instantiate = request
-	key := tosca.CompileKey(s.Artifact.Package.Digest, inputs, opts)
-	compiled, ok := r.Compiler.Cached(key, s.Artifact.Package)
+	s.Instantiate, s.compileOpts = request, opts
+	s.compileKey = tosca.CompileKey(s.Artifact.Package.Digest, inputs, opts)
+	if !r.renderedBefore(s) {
+		if err := r.ensureCompiled(ctx, s); err != nil {
+			return err
+		}
+	}
+	if s.facts.templateName != "" {
+		s.Service.Status.Package.TemplateName, s.Service.Status.Package.TemplateVersion = s.facts.templateName, s.facts.templateVersion
+	}
+	s.passed.entry = s.Artifact.Package.Entry
+	return nil
+}
+
+// renderedBefore tells whether the renderer still holds the render this reconcile needs
+// (the attributes in status, see reconcileRender) and what the reconcile needs of the
+// compiled package is known; it keeps both in the scope.
+func (r *ServiceReconciler) renderedBefore(s *scope) bool {
+	facts, ok := r.compiledFacts().Get(s.compileKey)
 	if !ok {
-		if compiled = r.loadState(ctx, s.Service, key, s.Artifact.Package, inputs); compiled != nil {
+		return false
+	}
+	result, ok := r.Renderer.Cached(s.compileKey, r.renderOptions(s, statusAttributes(s.Service)))
+	if !ok {
+		return false
+	}
+	s.facts, s.cachedRender = facts, result
+	return true
+}
+
+// ensureCompiled compiles the package with the scope's inputs unless it is already: in
+// the compiler's cache, bound onto the package's template, or in the state Secret (not
+// read for a Service that never got that far: it has none). It saves the state when it
+// changed.
+func (r *ServiceReconciler) ensureCompiled(ctx context.Context, s *scope) error {
+	if s.Compiled != nil {
+		return nil
+	}
+	key := s.compileKey
+	compiled, ok := r.Compiler.Bound(s.Artifact.Package, s.Inputs, s.compileOpts)
+	if s.fresh {
+		r.states.LoadOrStore(string(s.Service.UID), stateAbsent)
+	} else if !ok {
+		if compiled = r.loadState(ctx, s.Service, key, s.Artifact.Package, s.Inputs); compiled != nil {
 			r.Compiler.Add(compiled)
 		}
 	}
 	if compiled == nil {
-		if compiled, err = r.Compiler.CompileWith(ctx, s.Artifact.Package, inputs, opts); err != nil {
+		var err error
+		if compiled, err = r.Compiler.CompileWith(ctx, s.Artifact.Package, s.Inputs, s.compileOpts); err != nil {
 			return r.invalid(s, v1alpha1.ConditionCompiled, err)
 		}
 	}
 	if err := r.saveState(ctx, s.Service, compiled); err != nil {
 		return newPhaseError(v1alpha1.ConditionCompiled, v1alpha1.ReasonInternalError, retry, err)
 	}
-	s.Compiled = compiled
-	if name, version := templateMetadata(compiled); name != "" {
-		s.Service.Status.Package.TemplateName, s.Service.Status.Package.TemplateVersion = name, version
-	}
-	s.passed.entry = s.Artifact.Package.Entry
+	s.Compiled, s.facts = compiled, factsOf(compiled)
+	r.compiledFacts().Put(key, s.facts)
 	return nil
 }
 
@@ -188,6 +239,31 @@ func (r *ServiceReconciler) invalid(s *scope, condition string, err error) error
 	return stalled(condition, reason, "%s", s.Redact.String(strings.Join(lines, "; ")))
 }
 
+// compiledFacts are what a reconcile needs of a compiled package besides its render; they
+// are kept by compile key (a few strings each), so that a Service whose render is cached
+// needs no compiled package.
+type compiledFacts struct {
+	// policyEntry is the file the render policy judges: the entry, or the flavour file
+	// of a VNF package.
+	policyEntry                   string
+	templateName, templateVersion string
+}
+
+func factsOf(compiled *tosca.Compiled) compiledFacts {
+	facts := compiledFacts{policyEntry: compiled.Package.Entry}
+	if vnfd := compiled.VNFD(); vnfd != nil {
+		facts.policyEntry = vnfd.FlavourFile
+	}
+	facts.templateName, facts.templateVersion = templateMetadata(compiled)
+	return facts
+}
+
+// compiledFacts returns the facts of recent compiles, by compile key.
+func (r *ServiceReconciler) compiledFacts() *lru.Cache[compiledFacts] {
+	r.factsOnce.Do(func() { r.facts = lru.New[compiledFacts](4096) })
+	return r.facts
+}
+
 func templateMetadata(compiled *tosca.Compiled) (string, string) {
 	tosca, _ := compiled.Clout.Properties["tosca"].(map[string]any)
 	metadata, _ := tosca["metadata"].(map[string]any)
@@ -200,9 +276,12 @@ func templateMetadata(compiled *tosca.Compiled) (string, string) {
 // render is cached while nothing changes).
 func (r *ServiceReconciler) reconcileRender(ctx context.Context, s *scope) error {
 	s.renderedWith = statusAttributes(s.Service)
-	result, err := r.Renderer.Render(ctx, s.Compiled, r.renderOptions(s, s.renderedWith))
-	if err != nil {
-		return r.invalid(s, v1alpha1.ConditionApplied, err)
+	result := s.cachedRender
+	if result == nil {
+		var err error
+		if result, err = r.Renderer.Render(ctx, s.Compiled, r.renderOptions(s, s.renderedWith)); err != nil {
+			return r.invalid(s, v1alpha1.ConditionApplied, err)
+		}
 	}
 	if err := r.admit(s, result); err != nil {
 		return err
@@ -243,9 +322,12 @@ func statusAttributes(svc *v1alpha1.Service) map[string]map[string]any {
 func (r *ServiceReconciler) reconcileOutputs(ctx context.Context, s *scope) error {
 	result := s.Result
 	if len(s.Attributes) > 0 && !sameAttributes(s.Attributes, s.renderedWith) {
-		rendered, err := r.Renderer.Render(ctx, s.Compiled, r.renderOptions(s, s.Attributes))
-		if err == nil {
+		if rendered, ok := r.Renderer.Cached(s.compileKey, r.renderOptions(s, s.Attributes)); ok {
 			result = rendered
+		} else if r.ensureCompiled(ctx, s) == nil {
+			if rendered, err := r.Renderer.Render(ctx, s.Compiled, r.renderOptions(s, s.Attributes)); err == nil {
+				result = rendered
+			}
 		}
 	}
 	outputs := map[string]apiextensionsv1.JSON{}

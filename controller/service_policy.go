@@ -17,11 +17,7 @@ import (
 // Service (PolicyViolation, the refusals in the message) until its package or the policy
 // changes, and nothing of the render is applied.
 func (r *ServiceReconciler) admit(s *scope, result *render.Result) error {
-	entry := s.Compiled.Package.Entry
-	if vnfd := s.Compiled.VNFD(); vnfd != nil {
-		entry = vnfd.FlavourFile
-	}
-	err := r.Policy.Check(entry, s.Service.Namespace, result.Nodes, r.namespaced)
+	err := r.Policy.Check(s.facts.policyEntry, s.Service.Namespace, result.Nodes, r.namespaced)
 	if err == nil {
 		return nil
 	}

@@ -3,9 +3,11 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +42,8 @@ var env struct {
 	compile atomic.Int64 // compiles run by the operator
 	// resources counts every request the operator sent, by resource (requestedResource).
 	resources sync.Map
+	// requests counts every request the operator sent, by namespace (a *requestLog each).
+	requests sync.Map
 	// process keeps the operator's caches; its managers are made by startOperator and
 	// ended by stop.
 	process *operator.Process
@@ -90,6 +94,63 @@ func restartOperator(t *testing.T) {
 func writesIn(namespace string) int64 {
 	counter, _ := env.writes.LoadOrStore(namespace, &atomic.Int64{})
 	return counter.(*atomic.Int64).Load()
+}
+
+// requestLog counts requests by class (requestClass).
+type requestLog struct {
+	lock   sync.Mutex
+	counts map[string]int
+}
+
+func (l *requestLog) add(class string) {
+	l.lock.Lock()
+	defer l.lock.Unlock()
+	l.counts[class]++
+}
+
+// requestsIn returns how many requests the operator sent for a namespace's objects so far,
+// by class.
+func requestsIn(namespace string) map[string]int {
+	log, _ := env.requests.LoadOrStore(namespace, &requestLog{counts: map[string]int{}})
+	l := log.(*requestLog)
+	l.lock.Lock()
+	defer l.lock.Unlock()
+	return maps.Clone(l.counts)
+}
+
+// requestClass names a request "VERB resource name", VERB one of GET, LIST, WATCH, APPLY
+// (a server-side apply patch), PATCH, POST, PUT, DELETE, resource with its subresource
+// ("services/status"); a read of something absent ends in " 404".
+func requestClass(req *http.Request, code int) string {
+	verb := req.Method
+	switch {
+	case req.Method == http.MethodGet && req.URL.Query().Get("watch") != "":
+		verb = "WATCH"
+	case req.Method == http.MethodPatch && strings.HasPrefix(req.Header.Get("Content-Type"), "application/apply-patch"):
+		verb = "APPLY"
+	}
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	if i := slices.Index(parts, "namespaces"); i >= 0 && len(parts) > i+2 {
+		parts = parts[i+2:]
+	} else if len(parts) > 0 && parts[0] == "api" {
+		parts = parts[min(2, len(parts)):]
+	} else {
+		parts = parts[min(3, len(parts)):]
+	}
+	resource, name := strings.Join(parts, "/"), ""
+	if len(parts) >= 2 {
+		resource, name = parts[0], parts[1]
+		if len(parts) > 2 {
+			resource += "/" + parts[2]
+		}
+	} else if verb == http.MethodGet {
+		verb = "LIST"
+	}
+	class := verb + " " + resource + " " + name
+	if code == http.StatusNotFound {
+		class += " 404"
+	}
+	return class
 }
 
 // namespaceOf extracts the namespace of an API request path.
@@ -151,7 +212,12 @@ func run(m *testing.M) int {
 				counter, _ := env.writes.LoadOrStore(namespaceOf(req.URL.Path), &atomic.Int64{})
 				counter.(*atomic.Int64).Add(1)
 			}
-			return rt.RoundTrip(req)
+			resp, err := rt.RoundTrip(req)
+			if err == nil {
+				log, _ := env.requests.LoadOrStore(namespaceOf(req.URL.Path), &requestLog{counts: map[string]int{}})
+				log.(*requestLog).add(requestClass(req, resp.StatusCode))
+			}
+			return resp, err
 		})
 	})
 	opts := operator.DefaultOptions()

@@ -110,6 +110,13 @@ func (r *Renderer) Render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 	return result, nil
 }
 
+// Cached returns the result of an earlier render of the compile key with opts, if the
+// cache still holds it: a caller that has it needs neither the compiled package nor a
+// render. The result is shared with the cache, as Render's.
+func (r *Renderer) Cached(compileKey string, opts Options) (*Result, bool) {
+	return r.cache.Get(renderKey(compileKey, opts))
+}
+
 func renderKey(compileKey string, opts Options) string {
 	h := sha256.New()
 	data, _ := json.Marshal([]any{compileKey, opts.Service, opts.Namespace, opts.Attributes, opts.Instantiate, opts.Scale, opts.Stopped})

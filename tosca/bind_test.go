@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -101,4 +102,39 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+// Bound makes a compiled package only from what the compiler holds: nothing before the
+// package's template exists, then the inputs bound onto it — the same Clout a full
+// compile gives — without compiling; inputs it cannot bind are left to a compile.
+func TestBoundNeverCompiles(t *testing.T) {
+	pkg, err := Open("../test/bench/fleet/package", DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCompiler(16)
+	c.Binding = true
+	compiles := 0
+	c.OnCompile = func(time.Duration, error) { compiles++ }
+	if _, ok := c.Bound(pkg, map[string]any{"app": "a1"}, CompileOptions{}); ok || compiles != 0 {
+		t.Fatalf("Bound without a template: ok %v, %d compiles", ok, compiles)
+	}
+	if _, err := c.Compile(context.Background(), pkg, map[string]any{"app": "a1"}); err != nil {
+		t.Fatal(err)
+	}
+	compiles = 0
+	bound, ok := c.Bound(pkg, map[string]any{"app": "a2", "replicas": 2}, CompileOptions{})
+	if !ok || compiles != 0 {
+		t.Fatalf("Bound with the template made: ok %v, %d compiles", ok, compiles)
+	}
+	full, err := NewCompiler(1).Compile(context.Background(), pkg, map[string]any{"app": "a2", "replicas": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(NormalizeClout(full.Clout), NormalizeClout(bound.Clout)); diff != "" {
+		t.Errorf("bound Clout differs from a full compile (-full +bound):\n%s", diff)
+	}
+	if _, ok := c.Bound(pkg, map[string]any{"app": "a3", "undeclared": "x"}, CompileOptions{}); ok || compiles != 0 {
+		t.Errorf("Bound with an undeclared input: ok %v, %d compiles", ok, compiles)
+	}
 }

@@ -110,6 +110,33 @@ func (c *Compiler) Cached(key string, pkg *Package) (*Compiled, bool) {
 	return compiled.withPackage(pkg), true
 }
 
+// Bound returns the package compiled with inputs when the compiler can make it without
+// compiling: from its cache, or by binding the inputs onto the package's template when
+// that template was made already (microseconds); false otherwise (nothing is compiled).
+func (c *Compiler) Bound(pkg *Package, inputs map[string]any, opts CompileOptions) (*Compiled, bool) {
+	key := CompileKey(pkg.Digest, inputs, opts)
+	if compiled, ok := c.cache.Get(key); ok {
+		return compiled.withPackage(pkg), true
+	}
+	if !c.Binding || len(inputs) == 0 || !opts.IsZero() {
+		return nil, false
+	}
+	t, ok := c.templates.Get(pkg.Digest)
+	if !ok || t == nil {
+		return nil, false
+	}
+	clout, ok := t.bind(inputs)
+	if !ok {
+		return nil, false
+	}
+	if c.OnBind != nil {
+		c.OnBind()
+	}
+	compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg}
+	c.cache.Put(key, compiled)
+	return compiled, true
+}
+
 // CompileKey identifies a compile with options: the package digest, the inputs and the
 // options (CacheKey when they are the defaults).
 func CompileKey(digest string, inputs map[string]any, opts CompileOptions) string {

@@ -6,6 +6,8 @@
 # imports the test images; returns when the node is Ready and the default ServiceAccount exists.
 # On a failure it prints the tail of the failing component's log and stops everything again
 # (CALAF_KEEP_FAILED=1 keeps the broken cluster for inspection; cluster-down.sh removes it).
+# CALAF_KCM_QPS and CALAF_KCM_BURST set kube-controller-manager's --kube-api-qps and --kube-api-burst
+# (default 20 and 30, its own defaults).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 COMPONENTS="containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet provisioner"
@@ -251,7 +253,8 @@ start kube-controller-manager kube-controller-manager \
   --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
   --root-ca-file "$PKI/ca.crt" --service-account-private-key-file "$PKI/sa.key" \
   --use-service-account-credentials --service-cluster-ip-range "$SERVICE_CIDR" --profiling=false \
-  --flex-volume-plugin-dir "$CALAF_RUN/kubelet/volume-plugins"
+  --flex-volume-plugin-dir "$CALAF_RUN/kubelet/volume-plugins" \
+  --kube-api-qps "${CALAF_KCM_QPS:-20}" --kube-api-burst "${CALAF_KCM_BURST:-30}"
 start kube-scheduler kube-scheduler --kubeconfig "$CALAF_RUN/scheduler.kubeconfig" \
   --authentication-kubeconfig "$CALAF_RUN/scheduler.kubeconfig" \
   --authorization-kubeconfig "$CALAF_RUN/scheduler.kubeconfig" \

@@ -8,14 +8,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,13 +29,13 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
-	"calaf.io/calaf/test/benchreport"
 	"calaf.io/calaf/test/e2e/framework"
 	"calaf.io/calaf/tosca"
 )
@@ -45,28 +46,51 @@ type result struct {
 	duration time.Duration // until everything was Ready
 	peakRSS  int64         // bytes; 0 when not measured
 	rssSplit string        // anonymous and file-backed parts of the peak
-	requests int64
+	// requests counts the API requests of the measured client by "VERB resource"
+	// (countingProxy), until all were Ready.
+	requests map[string]int64
+}
+
+// settings are the bench's command line.
+type settings struct {
+	n, smaller, workers, rounds int
+	operatorQPS                 float64
+	calafBinary                 string
+	memoryLimits                []string
 }
 
 func main() {
-	n := flag.Int("n", 1000, "number of Services")
-	calafBinary := flag.String("calaf", "bin/calaf", "calaf binary (the operator)")
+	var s settings
+	flag.IntVar(&s.n, "n", 1000, "number of Services")
+	flag.StringVar(&s.calafBinary, "calaf", "bin/calaf", "calaf binary (the operator)")
 	report := flag.String("report", "", "benchmarks.md to update")
-	workers := flag.Int("workers", 4, "workers of the concurrent baseline and the operator's concurrency")
-	memoryLimit := flag.String("memory-limit", "112Mi", "the operator's --memory-limit (Go's soft limit, as a container limit sets it)")
-	unlimited := flag.Bool("unlimited", true, "also run the operator without a memory limit, in a namespace of its own")
+	flag.IntVar(&s.workers, "workers", 4, "workers of the concurrent baseline and the operator's concurrency")
+	flag.IntVar(&s.smaller, "smaller", 0, "also run this many Services in every round, for the growth to -n (0: not)")
+	flag.Float64Var(&s.operatorQPS, "operator-qps", 200, "the operator's --kube-api-qps (its burst twice that): the baselines' client allows 200 and 400")
+	flag.IntVar(&s.rounds, "rounds", 1, "interleaved rounds (each: both baselines, then the operator runs); medians are reported")
+	memoryLimit := flag.String("memory-limit", "", "also run the operator with this --memory-limit (Go's soft limit, as a container limit sets it), in a namespace of its own")
 	flag.Parse()
-	limits := []string{*memoryLimit}
-	if *unlimited {
-		limits = append(limits, "")
+	s.memoryLimits = []string{""}
+	if *memoryLimit != "" {
+		s.memoryLimits = append(s.memoryLimits, *memoryLimit)
 	}
-	if err := run(*n, *calafBinary, *report, *workers, limits); err != nil {
+	if err := run(s, *report); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, calafBinary, report string, workers int, memoryLimits []string) error {
+// bench is what every run of the bench shares.
+type bench struct {
+	settings
+	config *rest.Config
+	c      client.Client
+	pkg    *tosca.Package
+	// rendered are the objects of n Services, by n, in renderNamespace.
+	rendered map[int][]byte
+}
+
+func run(s settings, report string) error {
 	ctx := context.Background()
 	config, err := framework.LoadConfig()
 	if err != nil {
@@ -85,46 +109,94 @@ func run(n int, calafBinary, report string, workers int, memoryLimits []string) 
 	if err != nil {
 		return err
 	}
-
-	fmt.Printf("rendering %d packages for the baseline\n", n)
-	objects, err := renderAll(ctx, pkg, n, "fleet-baseline")
-	if err != nil {
-		return err
+	b := &bench{settings: s, config: config, c: c, pkg: pkg, rendered: map[int][]byte{}}
+	sizes := []int{s.n}
+	if s.smaller > 0 {
+		sizes = []int{s.smaller, s.n}
 	}
-	sequential, err := baseline(ctx, c, "fleet-baseline", objects, n, 1)
-	if err != nil {
-		return err
-	}
-	objects, err = renderAll(ctx, pkg, n, "fleet-baseline4")
-	if err != nil {
-		return err
-	}
-	concurrent, err := baseline(ctx, c, "fleet-baseline4", objects, n, workers)
-	if err != nil {
-		return err
-	}
-	var operators []result
-	for i, limit := range memoryLimits {
-		calaf, err := operatorRun(ctx, c, calafBinary, pkg, n, workers, limit, fmt.Sprintf("fleet-calaf-%d", i))
-		if err != nil {
-			return err
+	rounds := map[int][][]result{}
+	for i := 0; i < s.rounds; i++ {
+		for _, n := range sizes {
+			results, err := b.round(ctx, n, i)
+			if err != nil {
+				return err
+			}
+			printRound(i, n, results)
+			rounds[n] = append(rounds[n], results)
 		}
-		operators = append(operators, calaf)
 	}
-	for _, r := range append([]result{sequential, concurrent}, operators...) {
-		fmt.Printf("%-60s applied %6.1f s  Ready %6.1f s  %s\n", r.name, r.applied.Seconds(), r.duration.Seconds(), rss(r.peakRSS))
+	if report == "" {
+		return nil
 	}
-	if report != "" {
-		return writeReport(report, n, workers, sequential, concurrent, operators)
+	var smaller []result
+	if s.smaller > 0 {
+		smaller = medians(rounds[s.smaller])
 	}
-	return nil
+	return writeReport(report, s, medians(rounds[s.n]), smaller)
+}
+
+func printRound(i, n int, results []result) {
+	for _, r := range results {
+		fmt.Printf("round %d, %d Services: %-55s applied %6.1f s  Ready %6.1f s  %s\n", i+1, n, r.name, r.applied.Seconds(), r.duration.Seconds(), rss(r.peakRSS))
+		fmt.Printf("   requests per Service: %s\n", strings.Join(perService(r.requests, n), ", "))
+	}
+}
+
+// round runs both baselines, then the operator once per memory limit, each in
+// namespaces of their own (suffixed with the round).
+func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
+	var results []result
+	for _, workers := range []int{1, b.workers} {
+		namespace := fmt.Sprintf("fleet-baseline%d-%d-r%d-%s", workers, n, i, runID)
+		objects, err := b.objects(ctx, n, namespace)
+		if err != nil {
+			return nil, err
+		}
+		r, err := b.baseline(ctx, n, namespace, objects, workers)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r)
+	}
+	for j, limit := range b.memoryLimits {
+		r, err := b.operatorRun(ctx, n, limit, fmt.Sprintf("fleet-calaf%d-%d-r%d-%s", j, n, i, runID))
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r)
+	}
+	return results, nil
 }
 
 func inputsOf(i int) map[string]any {
 	return map[string]any{"app": fmt.Sprintf("app-%04d", i), "message": fmt.Sprintf("hello from app %d", i)}
 }
 
-// renderAll renders the objects of n Services as the operator would (not timed).
+// runID tells one run's namespaces from another's on the same cluster.
+var runID = strconv.FormatInt(time.Now().Unix()%(36*36*36*36), 36)
+
+// renderNamespace is the namespace objects are rendered in, replaced by the run's own.
+const renderNamespace = "fleet-render-namespace"
+
+// objects returns the objects of n Services as the operator would render them, in
+// namespace (rendered once per n: not timed).
+func (b *bench) objects(ctx context.Context, n int, namespace string) ([]*unstructured.Unstructured, error) {
+	if b.rendered[n] == nil {
+		fmt.Printf("rendering %d packages for the baselines\n", n)
+		objects, err := renderAll(ctx, b.pkg, n, renderNamespace)
+		if err != nil {
+			return nil, err
+		}
+		if b.rendered[n], err = json.Marshal(objects); err != nil {
+			return nil, err
+		}
+	}
+	var objects []*unstructured.Unstructured
+	data := bytes.ReplaceAll(b.rendered[n], []byte(renderNamespace), []byte(namespace))
+	return objects, json.Unmarshal(data, &objects)
+}
+
+// renderAll renders the objects of n Services as the operator would.
 func renderAll(ctx context.Context, pkg *tosca.Package, n int, namespace string) ([]*unstructured.Unstructured, error) {
 	compiler := tosca.NewCompiler(4)
 	compiler.Binding = true
@@ -154,10 +226,19 @@ func createNamespace(ctx context.Context, c client.Client, name string) error {
 	return nil
 }
 
-// baseline applies the objects with a plain server-side-apply loop (workers at once) and
-// waits until every Deployment is Current.
-func baseline(ctx context.Context, c client.Client, namespace string, objects []*unstructured.Unstructured, n, workers int) (result, error) {
-	if err := createNamespace(ctx, c, namespace); err != nil {
+// baseline applies the objects with a plain server-side-apply loop (workers at once),
+// through a counting proxy, and waits until every Deployment is Current.
+func (b *bench) baseline(ctx context.Context, n int, namespace string, objects []*unstructured.Unstructured, workers int) (result, error) {
+	if err := createNamespace(ctx, b.c, namespace); err != nil {
+		return result{}, err
+	}
+	proxy, err := startProxy(b.config)
+	if err != nil {
+		return result{}, err
+	}
+	defer proxy.Close()
+	applier, err := client.New(proxy.Config(b.config.QPS, b.config.Burst), client.Options{Scheme: operator.NewScheme()})
+	if err != nil {
 		return result{}, err
 	}
 	name := "baseline: server-side apply loop"
@@ -166,6 +247,18 @@ func baseline(ctx context.Context, c client.Client, namespace string, objects []
 	}
 	fmt.Printf("%s: %d objects\n", name, len(objects))
 	start := time.Now()
+	if err := applyAll(ctx, applier, objects, workers); err != nil {
+		return result{}, err
+	}
+	applied := time.Since(start)
+	if err := waitDeploymentsCurrent(ctx, b.c, namespace, n); err != nil {
+		return result{}, err
+	}
+	return result{name: name, applied: applied, duration: time.Since(start), requests: proxy.Counts(false)}, nil
+}
+
+// applyAll sends one server-side apply request per object, workers at once.
+func applyAll(ctx context.Context, c client.Client, objects []*unstructured.Unstructured, workers int) error {
 	var next atomic.Int64
 	var failure atomic.Value
 	var wg sync.WaitGroup
@@ -187,13 +280,9 @@ func baseline(ctx context.Context, c client.Client, namespace string, objects []
 	}
 	wg.Wait()
 	if err, ok := failure.Load().(error); ok {
-		return result{}, err
+		return err
 	}
-	applied := time.Since(start)
-	if err := waitDeploymentsCurrent(ctx, c, namespace, n); err != nil {
-		return result{}, err
-	}
-	return result{name: name, applied: applied, duration: time.Since(start), requests: int64(len(objects))}, nil
+	return nil
 }
 
 func waitDeploymentsCurrent(ctx context.Context, c client.Client, namespace string, n int) error {
@@ -219,13 +308,13 @@ func waitDeploymentsCurrent(ctx context.Context, c client.Client, namespace stri
 	return fmt.Errorf("deployments of %s not Current in time", namespace)
 }
 
-// operatorRun runs the operator on namespace, creates n Services there and waits until
-// all are Ready.
-func operatorRun(ctx context.Context, c client.Client, calafBinary string, pkg *tosca.Package, n, workers int, memoryLimit, namespace string) (result, error) {
-	if err := createNamespace(ctx, c, namespace); err != nil {
+// operatorRun runs the operator on namespace, through a counting proxy, creates n
+// Services there and waits until all are Ready.
+func (b *bench) operatorRun(ctx context.Context, n int, memoryLimit, namespace string) (result, error) {
+	if err := createNamespace(ctx, b.c, namespace); err != nil {
 		return result{}, err
 	}
-	upload, err := uploadPackage(ctx, c, pkg, namespace)
+	upload, err := uploadPackage(ctx, b.c, b.pkg, namespace)
 	if err != nil {
 		return result{}, err
 	}
@@ -234,25 +323,36 @@ func operatorRun(ctx context.Context, c client.Client, calafBinary string, pkg *
 		return result{}, err
 	}
 	defer os.RemoveAll(dir)
-	op, err := startOperator(calafBinary, dir, workers, memoryLimit, namespace)
+	proxy, err := startProxy(b.config)
+	if err != nil {
+		return result{}, err
+	}
+	defer proxy.Close()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
+		return result{}, err
+	}
+	op, err := startOperator(b.calafBinary, dir, kubeconfig, b.workers, b.operatorQPS, memoryLimit, namespace)
 	if err != nil {
 		return result{}, err
 	}
 	defer op.Stop()
 	time.Sleep(2 * time.Second) // let it start its caches: not part of the measure
+	proxy.Counts(true)
 
 	fmt.Printf("calaf: creating %d Services\n", n)
 	start := time.Now()
-	if err := createServices(ctx, c, upload, n, namespace); err != nil {
+	if err := createServices(ctx, b.c, upload, n, namespace); err != nil {
 		return result{}, err
 	}
-	res, err := waitFleet(ctx, c, op, start, n, namespace)
+	res, err := waitFleet(ctx, b.c, op, start, n, namespace)
 	if err != nil {
 		return result{}, err
 	}
-	res.name = fmt.Sprintf("calaf operator (concurrency %d, no memory limit)", workers)
+	res.requests = proxy.Counts(false)
+	res.name = fmt.Sprintf("calaf operator (concurrency %d, no memory limit)", b.workers)
 	if memoryLimit != "" {
-		res.name = fmt.Sprintf("calaf operator (concurrency %d, --memory-limit %s)", workers, memoryLimit)
+		res.name = fmt.Sprintf("calaf operator (concurrency %d, --memory-limit %s)", b.workers, memoryLimit)
 	}
 	return res, nil
 }
@@ -271,13 +371,13 @@ func uploadPackage(ctx context.Context, c client.Client, pkg *tosca.Package, nam
 }
 
 // startOperator starts the calaf operator as a process watching namespace.
-func startOperator(calafBinary, dir string, workers int, memoryLimit, namespace string) (*framework.Operator, error) {
+func startOperator(calafBinary, dir, kubeconfig string, workers int, qps float64, memoryLimit, namespace string) (*framework.Operator, error) {
 	op := &framework.Operator{
 		Binary:  calafBinary,
 		LogPath: filepath.Join(os.TempDir(), "calaf-fleet-operator.log"),
-		Args: []string{"--kubeconfig=" + framework.KubeconfigPath(), "--concurrency=" + strconv.Itoa(workers), "--package-cache-dir=" + filepath.Join(dir, "packages"),
+		Args: []string{"--kubeconfig=" + kubeconfig, "--concurrency=" + strconv.Itoa(workers), "--package-cache-dir=" + filepath.Join(dir, "packages"),
 			"--zap-log-level=error", "--metrics-bind-address=127.0.0.1:18089", "--enable-pprof",
-			"--watch-namespace=" + namespace},
+			"--watch-namespace=" + namespace, fmt.Sprintf("--kube-api-qps=%g", qps), fmt.Sprintf("--kube-api-burst=%d", int(2*qps))},
 	}
 	if memoryLimit != "" {
 		op.Args = append(op.Args, "--memory-limit="+memoryLimit)
@@ -378,47 +478,6 @@ func rss(bytes int64) string {
 		return ""
 	}
 	return fmt.Sprintf("peak RSS %.0f MiB", float64(bytes)/(1<<20))
-}
-
-const sectionTitle = "## Operator at scale:"
-
-// writeReport replaces the fleet section of benchmarks.md.
-func writeReport(path string, n, workers int, sequential, concurrent result, operators []result) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d Services\n\n", sectionTitle, n)
-	host, _ := os.Hostname()
-	fmt.Fprintf(&b, "Written by `make bench` (test/bench/fleet, `make bench-fleet`) on %s: %s, %d CPUs, %s, on the test ground's one-node cluster (kube-apiserver, etcd, controller-manager, scheduler, kubelet, all on the same machine as the operator, with their default settings).\n\n",
-		time.Now().Format("2006-01-02"), host, runtime.NumCPU(), runtime.Version())
-	b.WriteString("Each Service is the shape of Flux's kustomize-controller benchmark: a Deployment scaled to zero, a ServiceAccount, a Service and a ConfigMap (test/bench/fleet/package), with its own inputs. " +
-		"*Ready* runs from the first Service created to all Services Ready (the operator fetched, compiled, rendered, applied in dependency order, waited for health, wrote status and events); *applied* until every Service reported `Applied`. " +
-		"The baselines apply the same rendered objects with plain server-side apply requests (*applied*: the last request answered) and wait for the same Deployments to be Current (*Ready*), in the same run. " +
-		"Each operator run watches a namespace of its own, so it sees only its own Services.\n\n")
-	b.WriteString("| run | time to all applied | time to all Ready | Ready, ratio to the sequential baseline | Ready, ratio to the concurrent baseline | operator peak RSS |\n|---|---:|---:|---:|---:|---:|\n")
-	for _, r := range append([]result{sequential, concurrent}, operators...) {
-		fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %.2f× | %.2f× | %s |\n", r.name, r.applied.Seconds(), r.duration.Seconds(),
-			r.duration.Seconds()/sequential.duration.Seconds(), r.duration.Seconds()/concurrent.duration.Seconds(), strings.TrimPrefix(rss(r.peakRSS), "peak RSS "))
-	}
-	calaf := operators[0]
-	target := 255.0
-	fmt.Fprintf(&b, "\nTargets, for %s: ≤ 1.5× the baseline — %s (%.2f× the sequential loop, %.2f× %d concurrent workers); under 4 min 15 s — %s (%.0f s); under 175 MiB RSS — %s (%s). Flux publishes 4 min 15 s and 175 MiB for 1,000 such applications on a 16-core runner; this machine has %d cores.\n\n",
-		calaf.name, benchreport.Verdict(calaf.duration.Seconds()/sequential.duration.Seconds() <= 1.5), calaf.duration.Seconds()/sequential.duration.Seconds(),
-		calaf.duration.Seconds()/concurrent.duration.Seconds(), workers,
-		benchreport.Verdict(calaf.duration.Seconds() < target), calaf.duration.Seconds(),
-		benchreport.Verdict(calaf.peakRSS > 0 && calaf.peakRSS < 175<<20), strings.TrimPrefix(rss(calaf.peakRSS), "peak RSS "), runtime.NumCPU())
-	fmt.Fprintf(&b, "Time to applied: the operator takes %.1f× the sequential loop and %.1f× %d concurrent workers. Per Service it does more than one request per object: it reads each object before applying it (fluxcd/pkg/ssa), applies in two dependency stages, records events and patches the status; the loop sends one apply request per object and nothing else.\n\n",
-		calaf.applied.Seconds()/sequential.applied.Seconds(), calaf.applied.Seconds()/concurrent.applied.Seconds(), workers)
-	b.WriteString("Reading it: time to Ready is the same for all runs because the cluster sets it: kube-controller-manager's Deployment and ReplicaSet controllers talk to the API server at their default 20 requests per second, and each Deployment costs them a few requests; the time to applied is what the appliers themselves cost. " +
-		"Peak RSS counts the operator binary's pages in memory (file-backed, shared and reclaimable) and the Go heap with its garbage; at its peak: " + rssSplits(operators) + ". " +
-		"`--memory-limit` is Go's soft limit (GOMEMLIMIT); deploy/manager derives it from the container's memory limit (90% of it). Under a limit the garbage collector runs more often instead of letting garbage pile up; the live heap after 1,000 Services is 45–55 MB (`CALAF_FLEET_HEAP_PROFILE=file` saves a heap profile at the end).\n")
-	return benchreport.WriteSection(path, sectionTitle, b.String())
-}
-
-func rssSplits(operators []result) string {
-	var parts []string
-	for _, r := range operators {
-		parts = append(parts, fmt.Sprintf("%s %s", r.rssSplit, strings.TrimPrefix(r.name, "calaf operator ")))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // printRequests prints the operator's API requests by verb, from its metrics.

@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+// The watch event of the operator's own apply, and any older version of the object, do
+// not reconcile the Service again; every other change of the object does: someone else's
+// edit, its deletion, the same object of another kind or namespace. An event that comes
+// while the apply is under way waits for it: a newer version than the apply returned
+// makes the apply say it missed a change.
+func TestOwnedChangesIgnoreEchoes(t *testing.T) {
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	at := func(namespace, resourceVersion string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "cm", ResourceVersion: resourceVersion}}
+	}
+	r := &ServiceReconciler{}
+	p := r.ownedChanges(gvk)
+	key := echoKey(gvk, "ns", "cm")
+	r.echoes.begin(key)
+	if p.Create(event.CreateEvent{Object: at("ns", "5")}) {
+		t.Error("an event during the apply was let through")
+	}
+	if r.echoes.done(key, "5") {
+		t.Error("the apply's own echo counted as a missed change")
+	}
+
+	cases := []struct {
+		name string
+		pass bool
+		got  func() bool
+	}{
+		{"another namespace's object at the applied version", true, func() bool { return p.Create(event.CreateEvent{Object: at("other", "5")}) }},
+		{"another kind at the applied version", true, func() bool {
+			return r.ownedChanges(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}).Create(event.CreateEvent{Object: at("ns", "5")})
+		}},
+		{"the created object at the applied version: an echo", false, func() bool { return p.Create(event.CreateEvent{Object: at("ns", "5")}) }},
+		{"an update to the applied version", false, func() bool {
+			return p.Update(event.UpdateEvent{ObjectOld: at("ns", "4"), ObjectNew: at("ns", "5")})
+		}},
+		{"an older version", false, func() bool { return p.Create(event.CreateEvent{Object: at("ns", "3")}) }},
+		{"a resync (same version)", false, func() bool { return p.Update(event.UpdateEvent{ObjectOld: at("ns", "6"), ObjectNew: at("ns", "6")}) }},
+		{"someone else's update", true, func() bool { return p.Update(event.UpdateEvent{ObjectOld: at("ns", "5"), ObjectNew: at("ns", "6")}) }},
+		{"deletion", true, func() bool { return p.Delete(event.DeleteEvent{Object: at("ns", "6")}) }},
+	}
+	for _, c := range cases {
+		if got := c.got(); got != c.pass {
+			t.Errorf("%s: let through %v, want %v", c.name, got, c.pass)
+		}
+	}
+	r.echoes.begin(key)
+	p.Update(event.UpdateEvent{ObjectOld: at("ns", "6"), ObjectNew: at("ns", "9")})
+	if !r.echoes.done(key, "8") {
+		t.Error("a change newer than the apply's answer, held back during the apply, was not reported missed")
+	}
+	if !p.Update(event.UpdateEvent{ObjectOld: at("ns", "8"), ObjectNew: at("ns", "10")}) {
+		t.Error("a change after the apply was held back")
+	}
+}

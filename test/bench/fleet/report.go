@@ -1,0 +1,162 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"calaf.io/calaf/test/benchreport"
+)
+
+// objectsPerService is what one Service of the bench package renders: Deployment,
+// ServiceAccount, Service, ConfigMap.
+const objectsPerService = 4
+
+// columns are the request classes of the report, in its order.
+var columns = []string{"GET", "GET 404", "LIST+WATCH", "apply", "status patch", "other patch", "POST event", "other POST", "PUT", "DELETE", "discovery"}
+
+// column returns the report column of a countingProxy key ("VERB resource[ 404]").
+func column(key string) string {
+	verb, resource, _ := strings.Cut(key, " ")
+	switch {
+	case resource == "discovery":
+		return "discovery"
+	case verb == "GET" && strings.HasSuffix(key, " 404"):
+		return "GET 404"
+	case verb == "LIST" || verb == "WATCH":
+		return "LIST+WATCH"
+	case verb == "APPLY":
+		return "apply"
+	case verb == "PATCH" && strings.Contains(resource, "/status"):
+		return "status patch"
+	case verb == "PATCH":
+		return "other patch"
+	case verb == "POST" && strings.HasPrefix(resource, "events"):
+		return "POST event"
+	case verb == "POST":
+		return "other POST"
+	}
+	return verb
+}
+
+// perColumn sums the counts by report column, per Service.
+func perColumn(counts map[string]int64, n int) map[string]float64 {
+	out := map[string]float64{}
+	for key, count := range counts {
+		out[column(key)] += float64(count) / float64(n)
+	}
+	return out
+}
+
+// writes is how many writes to objects and status a Service cost, events and leader
+// election's lease renewals aside.
+func writes(c map[string]float64) float64 {
+	return c["apply"] + c["status patch"] + c["other patch"] + c["other POST"] + c["DELETE"]
+}
+
+// medians returns, per run, the medians over rounds of times, peak RSS and each count.
+func medians(rounds [][]result) []result {
+	var out []result
+	for j := range rounds[0] {
+		var runs []result
+		for _, round := range rounds {
+			runs = append(runs, round[j])
+		}
+		m := runs[0]
+		m.applied = median[time.Duration](runs, func(r result) float64 { return float64(r.applied) }, nil)
+		m.duration = median[time.Duration](runs, func(r result) float64 { return float64(r.duration) }, nil)
+		m.peakRSS = median[int64](runs, func(r result) float64 { return float64(r.peakRSS) }, &m)
+		m.requests = map[string]int64{}
+		for key := range runs[0].requests {
+			m.requests[key] = median[int64](runs, func(r result) float64 { return float64(r.requests[key]) }, nil)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// median of f over runs (of an even count, the mean of the two middle ones); at, when
+// set, takes the RSS split of the lower middle run.
+func median[T ~int64](runs []result, f func(result) float64, at *result) T {
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b result) int { return cmp.Compare(f(a), f(b)) })
+	lower, upper := sorted[(len(sorted)-1)/2], sorted[len(sorted)/2]
+	if at != nil {
+		at.rssSplit = lower.rssSplit
+	}
+	return T((f(lower) + f(upper)) / 2)
+}
+
+const sectionTitle = "## Operator at scale:"
+
+// writeReport replaces the fleet section of benchmarks.md with the medians of the
+// rounds at n Services (and the growth from the smaller size, when it ran).
+func writeReport(path string, s settings, runs, smaller []result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d Services\n\n", sectionTitle, s.n)
+	host, _ := os.Hostname()
+	fmt.Fprintf(&b, "Written by `make bench-fleet` (test/bench/fleet) on %s: %s, %d CPUs, %s, on the test ground's one-node cluster (kube-apiserver, etcd, controller-manager, scheduler, kubelet, all on the same machine as the operator); load average at the end %s. Medians of %d interleaved round(s): in each, the sequential baseline, the 4-worker baseline, then the operator", time.Now().Format("2006-01-02"), host, runtime.NumCPU(), runtime.Version(), benchreport.LoadAverage(), s.rounds)
+	if s.smaller > 0 {
+		fmt.Fprintf(&b, ", at %d and at %d Services", s.smaller, s.n)
+	}
+	b.WriteString(".\n\n")
+	b.WriteString(setup(s))
+	writeTimes(&b, s, runs)
+	writeRequests(&b, s.n, runs)
+	writeTargets(&b, s, runs, smaller)
+	return benchreport.WriteSection(path, sectionTitle, b.String())
+}
+
+func setup(s settings) string {
+	return "Each Service is the shape of Flux's kustomize-controller benchmark: a Deployment scaled to zero, a ServiceAccount, a Service and a ConfigMap (test/bench/fleet/package), with its own inputs, all Services of one package. " +
+		"*Applied* runs from the first Service created until every Service reports `Applied` (the operator fetched, compiled, rendered and applied every object); for the baselines, until the last apply request of the same rendered objects was answered. " +
+		"*Ready* (all Services Ready; for the baselines, all Deployments Current) is the cluster's figure more than Calaf's: kube-controller-manager must write each Deployment's status first; the test ground runs it with `--kube-api-qps " + os.Getenv("CALAF_KCM_QPS") + "` (default 20) so that it is not the only thing measured. " +
+		fmt.Sprintf("The baselines send one server-side apply request per object, through a client allowing 200 requests per second (burst 400); the operator runs with `--kube-api-qps %g --kube-api-burst %d` (its defaults are 100 and 300) and `--concurrency %d`, and watches a namespace of its own. ", s.operatorQPS, int(2*s.operatorQPS), s.workers) +
+		"Requests are counted by a proxy in the bench process that stands between the measured client (the operator, or the baseline's) and the API server, and are divided by the number of Services; the operator's are counted from the first Service created until all were Ready (its start-up LISTs and WATCHes before that are not counted).\n\n"
+}
+
+func writeTimes(b *strings.Builder, s settings, runs []result) {
+	seq, conc := runs[0], runs[1]
+	b.WriteString("| run | time to all applied | ÷ sequential | ÷ 4 workers | time to all Ready | peak RSS |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, r := range runs {
+		fmt.Fprintf(b, "| %s | %.1f s | %.2f× | %.2f× | %.1f s | %s |\n", r.name, r.applied.Seconds(), r.applied.Seconds()/seq.applied.Seconds(),
+			r.applied.Seconds()/conc.applied.Seconds(), r.duration.Seconds(), strings.TrimPrefix(rss(r.peakRSS), "peak RSS "))
+	}
+	b.WriteString("\n")
+}
+
+func writeRequests(b *strings.Builder, n int, runs []result) {
+	b.WriteString("Requests per Service (" + fmt.Sprint(objectsPerService) + " objects each):\n\n| run | " + strings.Join(columns, " | ") + " | writes |\n|---|" + strings.Repeat("---:|", len(columns)+1) + "\n")
+	for _, r := range runs {
+		c := perColumn(r.requests, n)
+		fmt.Fprintf(b, "| %s |", r.name)
+		for _, col := range columns {
+			fmt.Fprintf(b, " %.2f |", c[col])
+		}
+		fmt.Fprintf(b, " %.2f |\n", writes(c))
+	}
+	b.WriteString("\n*writes*: apply, status and other patches, POSTs other than events, DELETEs (PUTs are the leader election's lease). By resource, the operator's: " + strings.Join(perService(runs[len(runs)-1].requests, n), ", ") + ".\n\n")
+}
+
+func writeTargets(b *strings.Builder, s settings, runs, smaller []result) {
+	calaf, conc := runs[2], runs[1]
+	c := perColumn(calaf.requests, s.n)
+	ratio := calaf.applied.Seconds() / conc.applied.Seconds()
+	fmt.Fprintf(b, "Targets, for %s:\n\n", calaf.name)
+	fmt.Fprintf(b, "- time to all applied ≤ 1.5× the 4-worker baseline — %s (%.2f×).\n", benchreport.Verdict(ratio <= 1.5), ratio)
+	fmt.Fprintf(b, "- writes per Service ≤ one apply per object and one status patch (%d) — %s (%.2f: %.2f applies, %.2f status patches, %.2f other).\n",
+		objectsPerService+1, benchreport.Verdict(writes(c) <= objectsPerService+1.005), writes(c), c["apply"], c["status patch"], writes(c)-c["apply"]-c["status patch"])
+	fmt.Fprintf(b, "- no GET a cache or the apply response could answer — %s (%.2f GETs per Service, %.2f of them 404).\n", benchreport.Verdict(c["GET"]+c["GET 404"] < 0.05), c["GET"]+c["GET 404"], c["GET 404"])
+	fmt.Fprintf(b, "- peak RSS ≤ 150 MiB without a memory limit — %s (%s).\n", benchreport.Verdict(calaf.peakRSS > 0 && calaf.peakRSS <= 150<<20), strings.TrimPrefix(rss(calaf.peakRSS), "peak RSS "))
+	if len(smaller) > 2 {
+		growth := calaf.applied.Seconds() / smaller[2].applied.Seconds()
+		fmt.Fprintf(b, "- %d → %d Services grows at most linearly (≤ %.1f×) — %s (time to applied %.2f×; the 4-worker baseline %.2f×, the sequential one %.2f×).\n",
+			s.smaller, s.n, float64(s.n)/float64(s.smaller), benchreport.Verdict(growth <= float64(s.n)/float64(s.smaller)), growth,
+			conc.applied.Seconds()/smaller[1].applied.Seconds(), runs[0].applied.Seconds()/smaller[0].applied.Seconds())
+	}
+	fmt.Fprintf(b, "\nPeak RSS at its peak: %s.\n", calaf.rssSplit)
+}
