@@ -1,10 +1,7 @@
 package render
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,19 +64,7 @@ topology_template:
 	for i := range 399 {
 		fmt.Fprintf(&b, "    n%d:\n      type: calaf.nodes.Root\n", i)
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := tosca.NewCompiler(1).Compile(context.Background(), pkg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = NewRenderer(1).Render(context.Background(), compiled, Options{Service: "s", Namespace: "n", Timeout: 2 * time.Second})
+	_, err := renderTemplate(t, b.String(), Options{Timeout: 2 * time.Second})
 	want := `node "aloop": its renderer did not finish within 2s: an endless loop in the renderer?`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("render: %v, want %q", err, want)

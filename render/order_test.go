@@ -1,13 +1,8 @@
 package render
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
-
-	"calaf.io/calaf/tosca"
 )
 
 // orderTemplate uses relationship types derived from each normative one: those derived
@@ -60,19 +55,7 @@ topology_template:
 `
 
 func TestDeploymentOrder(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(orderTemplate), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := tosca.NewCompiler(1).Compile(context.Background(), pkg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	result, err := NewRenderer(1).Render(context.Background(), compiled, Options{Service: "s", Namespace: "n"})
+	result, err := renderTemplate(t, orderTemplate, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,7 @@
 package render
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"testing"
-
-	"calaf.io/calaf/tosca"
 )
 
 // pollutingTemplate has a vendor node, "evil", whose renderer tampers with everything a
@@ -58,19 +53,7 @@ topology_template:
 // polluted Object.prototype, is rendered by the profile's renderer with its own image,
 // and "zprobe" sees nothing of what "evil" did.
 func TestRealmPerNode(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(pollutingTemplate), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := tosca.NewCompiler(1).Compile(context.Background(), pkg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	result, err := NewRenderer(1).Render(context.Background(), compiled, Options{Service: "s", Namespace: "n"})
+	result, err := renderTemplate(t, pollutingTemplate, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,19 +134,7 @@ topology_template:
 // and in the keys (sorted), a relationship's target the same view as ctx.nodes has, and a
 // renderer's edits of ctx.nodes its own — zprobe, rendered after aprobe, sees web.
 func TestRealmViews(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(viewsTemplate), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := tosca.NewCompiler(1).Compile(context.Background(), pkg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	result, err := NewRenderer(1).Render(context.Background(), compiled, Options{Service: "s", Namespace: "n"})
+	result, err := renderTemplate(t, viewsTemplate, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -103,21 +102,7 @@ func compileForResolve(t *testing.T, dir, flavour string) *tosca.Compiled {
 // its relationships and problems as text.
 func resolveWith(t *testing.T, compiled *tosca.Compiled, scriptlet string) (relationships, problemTexts []string) {
 	t.Helper()
-	clout, err := compiled.Clout.Copy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := js.SetScriptlet(resolveScriptlet, resolveSource, clout); err != nil {
-		t.Fatal(err)
-	}
-	probs := problems.NewProblems(nil)
-	sandbox := &tosca.Sandbox{Timeout: time.Minute, Log: logr.Discard()}
-	if _, err := sandbox.Exec(context.Background(), clout, probs, scriptlet, ""); err != nil {
-		t.Fatalf("%s: %v", scriptlet, err)
-	}
-	for _, p := range probs.Slice() {
-		problemTexts = append(problemTexts, fmt.Sprintf("%s %s %d:%d %s", p.Section, p.Item, p.Row, p.Column, p.Message))
-	}
+	clout, problemTexts := runScript(t, compiled, "require('"+scriptlet+"');")
 	return cloutRelationships(clout), problemTexts
 }
 
@@ -177,20 +162,8 @@ topology_template:
 // TestNamedNodeTemplateLookup renders functions that name a node template: the values
 // found through the driver's index, an attribute by name with its observed value.
 func TestNamedNodeTemplateLookup(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(namedLookupTemplate), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
-	if err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := tosca.NewCompiler(1).Compile(context.Background(), pkg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := Options{Service: "s", Namespace: "n", Attributes: map[string]map[string]any{"web": {"ready_replicas": int64(3)}}}
-	result, err := NewRenderer(1).Render(context.Background(), compiled, opts)
+	opts := Options{Attributes: map[string]map[string]any{"web": {"ready_replicas": int64(3)}}}
+	result, err := renderTemplate(t, namedLookupTemplate, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
