@@ -14,18 +14,22 @@ import (
 // budget (Budget).
 const nodesPerTimeout = 100
 
+// maxBudgetTimeouts caps a budget, whatever the package's size: a hostile package of
+// many trivial node templates holds a worker for at most this many script timeouts.
+const maxBudgetTimeouts = 30
+
 // Budget is how long the scriptlets of one render or evaluation of compiled may take in
 // all: the timeout (tosca.DefaultScriptTimeout when zero) once, and once more for every
 // started 100 node templates beyond the first 100 — a deadline that grows with the work,
 // so that the default settings render a package of 1,000 node templates and an endless
-// loop in a small one is still stopped after the timeout. Each node's renderer has the
-// timeout at most, within the budget.
+// loop in a small one is still stopped after the timeout; at most 30 timeouts (3,000 node
+// templates). Each node's renderer has the timeout at most, within the budget.
 func Budget(compiled *tosca.Compiled, timeout time.Duration) time.Duration {
 	if timeout <= 0 {
 		timeout = tosca.DefaultScriptTimeout
 	}
 	units := 1 + (nodeTemplateCount(compiled.Clout)-1)/nodesPerTimeout
-	return timeout * time.Duration(max(units, 1))
+	return timeout * time.Duration(min(max(units, 1), maxBudgetTimeouts))
 }
 
 // nodeTemplateCount counts the node templates of a Clout.

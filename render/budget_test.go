@@ -13,7 +13,7 @@ import (
 )
 
 // TestBudget checks that a render's budget grows by the timeout for every started 100
-// node templates beyond the first 100, counting node templates only.
+// node templates beyond the first 100, up to 30 timeouts, counting node templates only.
 func TestBudget(t *testing.T) {
 	for _, c := range []struct {
 		nodes   int
@@ -27,6 +27,7 @@ func TestBudget(t *testing.T) {
 		{250, 2 * time.Second, 6 * time.Second},
 		{1000, 2 * time.Second, 20 * time.Second},
 		{1000, 0, 100 * time.Second},
+		{5000, 2 * time.Second, 60 * time.Second}, // capped at 30 timeouts
 	} {
 		clout := cloutpkg.NewClout()
 		for i := range c.nodes {
