@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -136,23 +135,18 @@ func runKubectl(t *testing.T, args ...string) {
 	}
 }
 
-var createdOccurrence = regexp.MustCompile(`operation\.calaf\.io/(\S+) created`)
-
 // timeCalafScale times `calaf scale --aspect smf` until the new replica is Ready and until
 // the occurrence is COMPLETED, then scales in again (not timed).
 func timeCalafScale(t *testing.T, c *framework.Cluster, ns, service, deployment string) (time.Duration, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	out := calaf(t, "scale", service, "--aspect", "smf", "-n", ns)
-	m := createdOccurrence.FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("calaf scale: %s", out)
-	}
+	name := createdOccurrenceName(t, out)
 	waitReadyReplicas(t, c, ns, deployment, 2)
 	ready := time.Since(start)
-	for getOccurrence(t, ns, m[1]).Status.OperationState != v1alpha1.StateCompleted {
+	for getOccurrence(t, ns, name).Status.OperationState != v1alpha1.StateCompleted {
 		if time.Since(start) > 3*time.Minute {
-			t.Fatalf("%s did not complete: %s", m[1], getOccurrence(t, ns, m[1]).Status.Message)
+			t.Fatalf("%s did not complete: %s", name, getOccurrence(t, ns, name).Status.Message)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -191,7 +191,7 @@ func TestLifecycleChangePackage(t *testing.T) {
 	g.Expect(code).To(Equal(1), out)
 	g.Expect(out).To(ContainSubstring("FAILED_TEMP"))
 	g.Expect(out).To(ContainSubstring("CreateContainerConfigError"))
-	manual := lastOccurrence(t, ns)
+	manual := createdOccurrence(t, ns, out)
 	g.Expect(manual.Status.Message).To(ContainSubstring(`configmap "feature-flags" not found`))
 
 	endpoint.stop() // down while the rollback happens
@@ -206,14 +206,14 @@ func TestLifecycleChangePackage(t *testing.T) {
 	g.Expect(code).To(Equal(1), out)
 	g.Expect(out).To(ContainSubstring("rolling back by itself (rollback: Auto)"))
 	g.Expect(out).To(ContainSubstring("ROLLED_BACK"))
-	auto := lastOccurrence(t, ns)
+	auto := createdOccurrence(t, ns, out)
 	g.Expect(stateNames(&auto)).To(Equal([]string{"STARTING", "PROCESSING", "FAILED_TEMP", "ROLLING_BACK", "ROLLED_BACK"}))
 	expectRevision(t, c, ns, v1.Status.LastAppliedRevision, "1")
 
 	endpoint.restart(t)
 	out, code = calafExit(t, "upgrade", "core", broken, "-n", ns, "--wait")
 	g.Expect(code).To(Equal(1), out)
-	retried := lastOccurrence(t, ns)
+	retried := createdOccurrence(t, ns, out)
 	g.Expect(c.Clientset.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "feature-flags"},
 		Data: map[string]string{"mode": "on"}}, metav1.CreateOptions{})).Error().NotTo(HaveOccurred())
 	out, code = calafExit(t, "retry", retried.Name, "-n", ns, "--wait")

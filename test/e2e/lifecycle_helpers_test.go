@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,7 +155,9 @@ func occurrences(t *testing.T, ns string) []v1alpha1.Operation {
 	return out
 }
 
-// lastOccurrence returns the newest occurrence of a namespace.
+// lastOccurrence returns the newest occurrence of a namespace. Creation times have
+// one-second resolution, so use it only where the occurrences are seconds apart;
+// after a CLI command, createdOccurrence names the right one.
 func lastOccurrence(t *testing.T, ns string) v1alpha1.Operation {
 	t.Helper()
 	all := occurrences(t, ns)
@@ -162,6 +165,23 @@ func lastOccurrence(t *testing.T, ns string) v1alpha1.Operation {
 		t.Fatal("no occurrence")
 	}
 	return all[len(all)-1]
+}
+
+// createdOccurrence reads the occurrence that a calaf lifecycle command said it created.
+func createdOccurrence(t *testing.T, ns, out string) v1alpha1.Operation {
+	t.Helper()
+	return *getOccurrence(t, ns, createdOccurrenceName(t, out))
+}
+
+// createdOccurrenceName returns the name in a calaf command's
+// "operation.calaf.io/NAME created" line.
+func createdOccurrenceName(t *testing.T, out string) string {
+	t.Helper()
+	match := regexp.MustCompile(`(?m)^operation\.calaf\.io/(\S+) created`).FindStringSubmatch(out)
+	if match == nil {
+		t.Fatalf("the command names no occurrence it created:\n%s", out)
+	}
+	return match[1]
 }
 
 // getOccurrence reads an occurrence.

@@ -140,8 +140,7 @@ func TestLifecycleOperatorKilled(t *testing.T) {
 	calaf(t, "deploy", "core", lcmPackage(t, slowStart, 8), "-n", ns, "-i=image="+framework.BusyboxImage, "--wait", "--wait-timeout=4m")
 
 	// Killed while the hook runs.
-	calaf(t, "scale", "core", "--aspect", "smf", "-n", ns)
-	op := lastOccurrence(t, ns)
+	op := createdOccurrence(t, ns, calaf(t, "scale", "core", "--aspect", "smf", "-n", ns))
 	g.Eventually(func(g Gomega) {
 		current := getOccurrence(t, ns, op.Name)
 		hook, _ := findStep(current, "hook Lifecycle.scale_start on smf", false)
@@ -162,8 +161,7 @@ func TestLifecycleOperatorKilled(t *testing.T) {
 	g.Expect(hookRuns(t, c, ns, pods, "Lifecycle.scale_end", op.Name)).To(Equal(1))
 
 	// Killed while it waits for the new pod (ready only after 8 s): it resumes.
-	calaf(t, "scale", "core", "--aspect", "smf", "-n", ns)
-	op = lastOccurrence(t, ns)
+	op = createdOccurrence(t, ns, calaf(t, "scale", "core", "--aspect", "smf", "-n", ns))
 	g.Eventually(func(g Gomega) {
 		change, _ := findStep(getOccurrence(t, ns, op.Name), "change the Service", false)
 		g.Expect(change.Generation).NotTo(BeZero())
