@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/render"
 )
 
@@ -136,19 +138,30 @@ type applyResult struct {
 	created, configured, unchanged int
 	changes                        []string
 	applied                        map[string]*unstructured.Unstructured
+	// done are the objects now as desired (applied or unchanged), by object ID.
+	done map[string]bool
 	// missed: someone else changed an applied object while it was applied (its watch
 	// event was held back as a possible echo): the Service needs another reconcile.
 	missed atomic.Bool
 }
 
+// absentVersion is the resource version a create-only apply carries: no object has it
+// (etcd revisions stay far below), so the API server creates an absent object and
+// answers 409 Conflict when one of that name exists, instead of applying over it.
+const absentVersion = "9223372036854775807"
+
 // applyObjects applies the objects whose desired content or live fields changed since
 // they were last applied and verified; the others cost nothing. Namespaced objects are
 // applied with one server-side apply request each, all of them at once; cluster-scoped
 // ones, CRDs and forced recreations go through fluxcd/pkg/ssa's staged apply (CRDs and
-// namespaces first). recorded holds the inventory's fingerprint tokens by object ID.
-func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svcKey string, recorded map[string]string, objects []*unstructured.Unstructured, force bool) (*applyResult, error) {
-	result := &applyResult{applied: map[string]*unstructured.Unstructured{}}
-	var staged, direct, lives []*unstructured.Unstructured
+// namespaces first). An object the inventory does not record is never taken over from
+// someone else (refused with a stalled error): one the cache does not hold is applied
+// create-only and read only when the API server says it exists.
+func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1alpha1.Service, inv inventoryIndex, objects []*unstructured.Unstructured) (*applyResult, error) {
+	svcKey, force := string(svc.UID), svc.Spec.Force
+	result := &applyResult{applied: map[string]*unstructured.Unstructured{}, done: map[string]bool{}}
+	var staged, unknownStaged []*unstructured.Unstructured
+	var direct directApply
 	hashes := map[string]string{}
 	liveHashes := map[string]string{}
 	for _, obj := range objects {
@@ -159,26 +172,42 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svcKey 
 		if err != nil {
 			return result, err
 		}
+		if !inv.known[id] && live != nil && !ownedBy(live, svc) {
+			return result, takeOverRefused(obj, live)
+		}
 		if live != nil {
 			liveHashes[id] = liveHash(live)
-			fp := r.fingerprints.recall(svcKey+"/"+id, recorded[id], desired, liveHashes[id])
+			fp := r.fingerprints.recall(svcKey+"/"+id, inv.tokens[id], desired, liveHashes[id])
 			if fp.desired == desired && fp.live != "" && fp.live == liveHashes[id] {
 				result.unchanged++
+				result.done[id] = true
 				continue
 			}
 		}
 		if force || obj.GetNamespace() == "" || isStagedKind(obj) {
 			staged = append(staged, obj.DeepCopy())
+			if !inv.known[id] && live == nil {
+				unknownStaged = append(unknownStaged, obj)
+			}
 			continue
 		}
-		direct, lives = append(direct, obj), append(lives, live)
+		direct.add(obj, live, !inv.known[id] && live == nil)
 	}
-	if err := r.applyDirect(ctx, a, svcKey, hashes, direct, lives, result); err != nil {
+	if err := r.checkOwnership(ctx, a.direct, svc, unknownStaged); err != nil {
+		return result, err
+	}
+	if err := r.applyDirect(ctx, a, svc, hashes, &direct, result); err != nil {
 		return result, err
 	}
 	if len(staged) == 0 {
 		return result, nil
 	}
+	return result, r.applyStaged(ctx, a, svcKey, hashes, liveHashes, staged, force, result)
+}
+
+// applyStaged applies objects through fluxcd/pkg/ssa's staged apply and counts what it
+// changed.
+func (r *ServiceReconciler) applyStaged(ctx context.Context, a *access, svcKey string, hashes, liveHashes map[string]string, staged []*unstructured.Unstructured, force bool, result *applyResult) error {
 	opts := ssa.DefaultApplyOptions()
 	opts.Force = force
 	changeSet, err := a.manager.ApplyAllStaged(ctx, staged, opts)
@@ -186,6 +215,7 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svcKey 
 		for _, entry := range changeSet.Entries {
 			id := fmt.Sprintf("%s_%s_%s_%s", entry.ObjMetadata.Namespace, entry.ObjMetadata.Name, entry.ObjMetadata.GroupKind.Group, entry.ObjMetadata.GroupKind.Kind)
 			fp := fingerprint{desired: hashes[id]}
+			result.done[id] = true
 			switch entry.Action {
 			case ssa.CreatedAction:
 				result.created++
@@ -200,22 +230,31 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svcKey 
 			r.fingerprints.set(svcKey+"/"+id, fp)
 		}
 	}
-	return result, err
+	return err
+}
+
+// directApply are the objects applied one request each: with what the cache held of
+// them (nil: absent), and whether each is applied create-only.
+type directApply struct {
+	objects, lives []*unstructured.Unstructured
+	createOnly     []bool
+}
+
+func (d *directApply) add(obj, live *unstructured.Unstructured, createOnly bool) {
+	d.objects, d.lives, d.createOnly = append(d.objects, obj), append(d.lives, live), append(d.createOnly, createOnly)
 }
 
 // applyDirect applies objects with one server-side apply request each, all at once, and
-// counts what each changed, in the objects' order; lives are the objects as they were
-// (nil: absent). The first failure (in that order) is returned, after what the others
-// changed was counted.
-func (r *ServiceReconciler) applyDirect(ctx context.Context, a *access, svcKey string, hashes map[string]string, objects, lives []*unstructured.Unstructured, result *applyResult) error {
-	applied, errs := make([]*unstructured.Unstructured, len(objects)), make([]error, len(objects))
+// counts what each changed, in the objects' order. The first failure (in that order) is
+// returned, after what the others changed was counted.
+func (r *ServiceReconciler) applyDirect(ctx context.Context, a *access, svc *v1alpha1.Service, hashes map[string]string, d *directApply, result *applyResult) error {
+	applied, errs := make([]*unstructured.Unstructured, len(d.objects)), make([]error, len(d.objects))
 	var wg sync.WaitGroup
-	for i, obj := range objects {
+	for i, obj := range d.objects {
 		key := echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
 		r.echoes.begin(key)
 		wg.Go(func() {
-			applied[i] = obj.DeepCopy()
-			errs[i] = a.writer.Patch(ctx, applied[i], client.Apply, client.ForceOwnership, client.FieldOwner(fieldManager))
+			applied[i], errs[i] = r.applyOne(ctx, a, svc, obj, d.createOnly[i], &d.lives[i])
 			rv := ""
 			if errs[i] == nil {
 				rv = applied[i].GetResourceVersion()
@@ -227,21 +266,21 @@ func (r *ServiceReconciler) applyDirect(ctx context.Context, a *access, svcKey s
 	}
 	wg.Wait()
 	var first error
-	for i, obj := range objects {
+	for i, obj := range d.objects {
 		if errs[i] != nil {
 			if first == nil {
-				first = fmt.Errorf("%s/%s apply failed: %w", obj.GetKind(), obj.GetName(), errs[i])
+				first = applyFailed(obj, errs[i])
 			}
 			continue
 		}
 		id, ref := render.ObjectID(obj), obj.GetKind()+"/"+obj.GetName()
-		result.applied[ref] = applied[i]
-		r.fingerprints.set(svcKey+"/"+id, fingerprint{desired: hashes[id], live: liveHash(applied[i])})
+		result.applied[ref], result.done[id] = applied[i], true
+		r.fingerprints.set(string(svc.UID)+"/"+id, fingerprint{desired: hashes[id], live: liveHash(applied[i])})
 		switch {
-		case lives[i] == nil:
+		case d.lives[i] == nil:
 			result.created++
 			result.changes = append(result.changes, ref+" created")
-		case applied[i].GetResourceVersion() != lives[i].GetResourceVersion():
+		case applied[i].GetResourceVersion() != d.lives[i].GetResourceVersion():
 			result.configured++
 			result.changes = append(result.changes, ref+" configured")
 		default:
@@ -249,6 +288,40 @@ func (r *ServiceReconciler) applyDirect(ctx context.Context, a *access, svcKey s
 		}
 	}
 	return first
+}
+
+// applyOne applies one object and returns it as the API server answered. Create-only,
+// it creates the object, or, when one of that name exists, reads it (into live), refuses
+// to take it over unless it carries the Service's labels, and applies over it.
+func (r *ServiceReconciler) applyOne(ctx context.Context, a *access, svc *v1alpha1.Service, obj *unstructured.Unstructured, createOnly bool, live **unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	applied := obj.DeepCopy()
+	if createOnly {
+		applied.SetResourceVersion(absentVersion)
+	}
+	err := a.writer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(fieldManager))
+	if !createOnly || !apierrors.IsConflict(err) {
+		return applied, err
+	}
+	existing, err := getLiveUncached(ctx, a.direct, obj)
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil && !ownedBy(existing, svc) {
+		return nil, takeOverRefused(obj, existing)
+	}
+	*live, applied = existing, obj.DeepCopy()
+	err = a.writer.Patch(ctx, applied, client.Apply, client.ForceOwnership, client.FieldOwner(fieldManager))
+	return applied, err
+}
+
+// applyFailed names the object whose apply failed; a refusal to take it over is
+// returned as it is.
+func applyFailed(obj *unstructured.Unstructured, err error) error {
+	var refused *phaseError
+	if errors.As(err, &refused) {
+		return refused
+	}
+	return fmt.Errorf("%s/%s apply failed: %w", obj.GetKind(), obj.GetName(), err)
 }
 
 // isStagedKind tells whether an object must be applied in ssa's stages: definitions and

@@ -17,24 +17,21 @@ import (
 )
 
 // mergeInventory returns the inventory after an apply, in deployment order: the desired
-// objects that were applied or existed before, then the earlier entries no longer
-// desired (pruned next). token gives each entry's verified fingerprint; an entry without
+// objects that were applied (by object ID) or existed before, then the earlier entries
+// no longer desired (pruned next). token gives each entry's verified fingerprint; an entry without
 // one keeps the token it had.
 func mergeInventory(old []v1alpha1.InventoryEntry, result *render.Result, applied map[string]bool, token func(id string) string) []v1alpha1.InventoryEntry {
-	had := map[string]bool{}
-	tokens := recordedTokens(old)
-	for _, entry := range old {
-		had[entry.ID] = true
-	}
+	recorded := indexInventory(old)
+	had, tokens := recorded.known, recorded.tokens
 	desired := map[string]bool{}
 	var inventory []v1alpha1.InventoryEntry
 	for _, node := range result.Nodes {
 		for _, obj := range node.Objects {
 			id := render.ObjectID(obj)
 			desired[id] = true
-			if applied[node.Name] || had[id] {
+			if applied[id] || had[id] {
 				entry := v1alpha1.InventoryEntry{ID: id, Version: obj.GroupVersionKind().Version, Applied: token(id)}
-				if entry.Applied == "" && !applied[node.Name] {
+				if entry.Applied == "" && !applied[id] {
 					entry.Applied = tokens[id]
 				}
 				inventory = append(inventory, entry)
@@ -49,15 +46,23 @@ func mergeInventory(old []v1alpha1.InventoryEntry, result *render.Result, applie
 	return inventory
 }
 
-// recordedTokens returns the fingerprint tokens an inventory recorded, by object ID.
-func recordedTokens(inventory []v1alpha1.InventoryEntry) map[string]string {
-	tokens := make(map[string]string, len(inventory))
+// inventoryIndex is what an inventory recorded, by object ID.
+type inventoryIndex struct {
+	// tokens are the fingerprint tokens recorded.
+	tokens map[string]string
+	// known are the objects the Service applied before.
+	known map[string]bool
+}
+
+func indexInventory(inventory []v1alpha1.InventoryEntry) inventoryIndex {
+	inv := inventoryIndex{tokens: make(map[string]string, len(inventory)), known: make(map[string]bool, len(inventory))}
 	for _, entry := range inventory {
+		inv.known[entry.ID] = true
 		if entry.Applied != "" {
-			tokens[entry.ID] = entry.Applied
+			inv.tokens[entry.ID] = entry.Applied
 		}
 	}
-	return tokens
+	return inv
 }
 
 // entryObject returns an object reference for an inventory entry.
@@ -81,38 +86,33 @@ func ownedBy(obj client.Object, svc *v1alpha1.Service) bool {
 
 // checkOwnership refuses to take over objects that exist without this Service's labels:
 // another tool's or another Service's objects are never adopted or overwritten. The
-// objects not in the inventory are read at once (one round trip for a node's objects).
+// objects are read at once (one round trip).
 func (r *ServiceReconciler) checkOwnership(ctx context.Context, reader client.Reader, svc *v1alpha1.Service, objects []*unstructured.Unstructured) error {
-	known := map[string]bool{}
-	for _, entry := range svc.Status.Inventory {
-		known[entry.ID] = true
-	}
-	var unknown []*unstructured.Unstructured
-	for _, obj := range objects {
-		if !known[render.ObjectID(obj)] {
-			unknown = append(unknown, obj)
-		}
-	}
-	lives, errs := make([]*unstructured.Unstructured, len(unknown)), make([]error, len(unknown))
+	lives, errs := make([]*unstructured.Unstructured, len(objects)), make([]error, len(objects))
 	var wg sync.WaitGroup
-	for i, obj := range unknown {
+	for i, obj := range objects {
 		wg.Go(func() { lives[i], errs[i] = getLiveUncached(ctx, reader, obj) })
 	}
 	wg.Wait()
-	for i, obj := range unknown {
+	for i, obj := range objects {
 		if errs[i] != nil {
 			return classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, errs[i])
 		}
 		if live := lives[i]; live != nil && !ownedBy(live, svc) {
-			owner := "no Calaf Service"
-			if name := live.GetLabels()[v1alpha1.LabelService]; name != "" {
-				owner = "Service " + live.GetLabels()[v1alpha1.LabelServiceNamespace] + "/" + name
-			}
-			return stalled(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed,
-				"%s %q already exists and belongs to %s: refusing to take it over", obj.GetKind(), obj.GetName(), owner)
+			return takeOverRefused(obj, live)
 		}
 	}
 	return nil
+}
+
+// takeOverRefused is the stall of an object that exists and is not the Service's.
+func takeOverRefused(obj, live *unstructured.Unstructured) *phaseError {
+	owner := "no Calaf Service"
+	if name := live.GetLabels()[v1alpha1.LabelService]; name != "" {
+		owner = "Service " + live.GetLabels()[v1alpha1.LabelServiceNamespace] + "/" + name
+	}
+	return stalled(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed,
+		"%s %q already exists and belongs to %s: refusing to take it over", obj.GetKind(), obj.GetName(), owner)
 }
 
 // getLiveUncached reads an object from the API server with reader; nil when it does not

@@ -21,8 +21,10 @@ import (
 type deployment struct {
 	// failure is the first node that could not be applied: the nodes after it wait.
 	failure *phaseError
-	// recorded are the fingerprint tokens of the inventory, by object ID.
-	recorded map[string]string
+	// recorded is what the inventory held before this apply.
+	recorded inventoryIndex
+	// applied are the objects now as desired, by object ID (also those of a node that
+	// failed: they are recorded in the inventory, so that nothing made is forgotten).
 	applied  map[string]bool
 	changes  []string
 	statuses []v1alpha1.NodeStatus
@@ -33,7 +35,7 @@ type deployment struct {
 // are applied, checked and configured; each node's phase follows from what it found.
 func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	svc := s.Service
-	d := &deployment{applied: map[string]bool{}, recorded: recordedTokens(svc.Status.Inventory)}
+	d := &deployment{applied: map[string]bool{}, recorded: indexInventory(svc.Status.Inventory)}
 	for _, node := range s.Result.Nodes {
 		st := s.nodeStatus(node)
 		if d.failure == nil {
@@ -67,15 +69,9 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 		r.observe(ctx, s, node, st, nil) // its attributes: what runs now is an earlier revision, or nothing
 		return outcome
 	}
-	if err := r.checkOwnership(ctx, s.access.direct, s.Service, node.Objects); err != nil {
-		outcome.failure = err
-		if !errors.As(err, &d.failure) {
-			d.failure = newPhaseError(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, retry, err)
-		}
-		return outcome
-	}
-	result, err := r.applyObjects(ctx, s.access, string(s.Service.UID), d.recorded, node.Objects, s.Service.Spec.Force)
+	result, err := r.applyObjects(ctx, s.access, s.Service, d.recorded, node.Objects)
 	if result != nil {
+		maps.Copy(d.applied, result.done)
 		d.changes = append(d.changes, result.changes...)
 		r.Metrics.countApplied(result.created, result.configured)
 		if result.missed.Load() && r.Triggers != nil {
@@ -84,10 +80,11 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 	}
 	if err != nil {
 		outcome.failure = err
-		d.failure = classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, err)
+		if !errors.As(err, &d.failure) {
+			d.failure = classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, err)
+		}
 		return outcome
 	}
-	d.applied[node.Name] = true
 	for _, obj := range node.Objects {
 		r.ensureWatched(obj.GroupVersionKind())
 	}
