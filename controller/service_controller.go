@@ -220,7 +220,9 @@ func (r *ServiceReconciler) patchStatus(ctx context.Context, before, svc *v1alph
 	return client.IgnoreNotFound(err)
 }
 
-// recordTransition emits an event when Ready changes status, reason or message.
+// recordTransition emits an event when Ready changes status, reason or message; into
+// Progressing only from True (a Service that was ready no longer is): the progress of a
+// Service not ready yet is said by the Applied event of what was applied.
 func (r *ServiceReconciler) recordTransition(before, svc *v1alpha1.Service) {
 	if r.Recorder == nil {
 		return
@@ -228,6 +230,9 @@ func (r *ServiceReconciler) recordTransition(before, svc *v1alpha1.Service) {
 	old := apimeta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionReady)
 	now := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady)
 	if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason && old.Message == now.Message) {
+		return
+	}
+	if now.Reason == v1alpha1.ReasonProgressing && (old == nil || old.Status != metav1.ConditionTrue) {
 		return
 	}
 	eventType := "Normal"

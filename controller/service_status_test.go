@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/orchestration"
@@ -386,5 +387,47 @@ func TestShortRevision(t *testing.T) {
 		if got := shortRevision(in); got != want {
 			t.Errorf("shortRevision(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Ready's transitions become events, except into Progressing from anything but True.
+func TestRecordTransition(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, reason, message string) *v1alpha1.Service {
+		svc := &v1alpha1.Service{}
+		if status != "" {
+			svc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: message}}
+		}
+		return svc
+	}
+	progressing := ready(metav1.ConditionFalse, v1alpha1.ReasonProgressing, "waiting for Deployment/app")
+	succeeded := ready(metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "3 nodes ready")
+	failed := ready(metav1.ConditionFalse, v1alpha1.ReasonApplyFailed, "ConfigMap/x apply failed")
+	for _, tc := range []struct {
+		name          string
+		before, after *v1alpha1.Service
+		want          string // the event, "" for none
+	}{
+		{"new Service progressing", ready("", "", ""), progressing, ""},
+		{"new Service ready", ready("", "", ""), succeeded, "Normal Succeeded 3 nodes ready"},
+		{"progressing to ready", progressing, succeeded, "Normal Succeeded 3 nodes ready"},
+		{"progress goes on", progressing, ready(metav1.ConditionFalse, v1alpha1.ReasonProgressing, "waiting for Service/app"), ""},
+		{"failure fixed, progressing", failed, progressing, ""},
+		{"ready no longer", succeeded, progressing, "Normal Progressing waiting for Deployment/app"},
+		{"fails", progressing, failed, "Warning ApplyFailed ConfigMap/x apply failed"},
+		{"unchanged", succeeded, succeeded, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recorder := events.NewFakeRecorder(2)
+			r := &ServiceReconciler{Recorder: recorder}
+			r.recordTransition(tc.before, tc.after)
+			close(recorder.Events)
+			var got []string
+			for event := range recorder.Events {
+				got = append(got, event)
+			}
+			if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || got[0] != tc.want) {
+				t.Errorf("events %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
