@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -30,21 +31,32 @@ type deployment struct {
 	statuses []v1alpha1.NodeStatus
 }
 
-// reconcileDeploy applies the nodes in dependency order: a node whose dependencies are not
-// healthy yet waits (what it runs from an earlier revision stays untouched), the others
-// are applied, checked and configured; each node's phase follows from what it found.
+// reconcileDeploy applies the nodes in dependency order, in waves: the consecutive nodes
+// whose dependencies are all healthy are applied at once, then each is checked and
+// configured in order. A node whose dependencies are not healthy yet waits (what it runs
+// from an earlier revision stays untouched); after a node fails, no further wave starts.
+// Each node's phase follows from what it found.
 func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error {
 	svc := s.Service
 	d := &deployment{applied: map[string]bool{}, recorded: indexInventory(svc.Status.Inventory)}
-	for _, node := range s.Result.Nodes {
-		st := s.nodeStatus(node)
+	nodes := s.Result.Nodes
+	for i := 0; i < len(nodes); {
+		wave := max(waveLength(nodes[i:], s.Healthy), 1)
+		var applies []nodeApply
 		if d.failure == nil {
-			setNodePhase(st, r.deployNode(ctx, s, d, node, st), s.Redact)
-			if st.Phase == v1alpha1.NodeReady {
-				s.Healthy[node.Name] = true
-			}
+			applies = r.applyWave(ctx, s, d.recorded, nodes[i:i+wave])
 		}
-		d.statuses = append(d.statuses, *st)
+		for j, node := range nodes[i : i+wave] {
+			st := s.nodeStatus(node)
+			if applies != nil {
+				setNodePhase(st, r.deployNode(ctx, s, d, node, st, applies[j]), s.Redact)
+				if st.Phase == v1alpha1.NodeReady {
+					s.Healthy[node.Name] = true
+				}
+			}
+			d.statuses = append(d.statuses, *st)
+		}
+		i += wave
 	}
 	svc.Status.Nodes = d.statuses
 	svc.Status.Inventory = mergeInventory(svc.Status.Inventory, s.Result, d.applied, func(id string) string {
@@ -60,16 +72,54 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error
 	return nil
 }
 
-// deployNode applies one node's objects unless a dependency is not ready, observes them,
-// and runs its operations once they are healthy; it returns what it found.
-func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deployment, node *render.Node, st *v1alpha1.NodeStatus) nodeOutcome {
+// waveLength is how many nodes from the first on have every dependency healthy: they
+// depend on nothing applied in the same wave.
+func waveLength(nodes []*render.Node, healthy map[string]bool) int {
+	for i, node := range nodes {
+		if firstUnhealthy(node.DependsOn, healthy) != "" {
+			return i
+		}
+	}
+	return len(nodes)
+}
+
+// nodeApply is what applying a node's objects gave; blocked: a dependency is not
+// healthy, nothing was applied.
+type nodeApply struct {
+	blocked bool
+	result  *applyResult
+	err     error
+}
+
+// applyWave applies the objects of nodes at once (one round trip for all of them), or,
+// for a single node, marks it blocked when a dependency is not healthy.
+func (r *ServiceReconciler) applyWave(ctx context.Context, s *scope, recorded inventoryIndex, nodes []*render.Node) []nodeApply {
+	applies := make([]nodeApply, len(nodes))
+	if len(nodes) == 1 && firstUnhealthy(nodes[0].DependsOn, s.Healthy) != "" {
+		applies[0].blocked = true
+		return applies
+	}
+	var wg sync.WaitGroup
+	for i, node := range nodes {
+		wg.Go(func() {
+			applies[i].result, applies[i].err = r.applyObjects(ctx, s.access, s.Service, recorded, node.Objects)
+		})
+	}
+	wg.Wait()
+	return applies
+}
+
+// deployNode settles one node after its apply: what it changed, its objects' health,
+// and, once they are healthy, its operations; it returns what it found. The first
+// failure of the reconcile is kept in d.
+func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deployment, node *render.Node, st *v1alpha1.NodeStatus, apply nodeApply) nodeOutcome {
 	outcome := nodeOutcome{objects: len(node.Objects)}
-	if dep := firstUnhealthy(node.DependsOn, s.Healthy); dep != "" {
-		outcome.blockedBy = dep
+	if apply.blocked {
+		outcome.blockedBy = firstUnhealthy(node.DependsOn, s.Healthy)
 		r.observe(ctx, s, node, st, nil) // its attributes: what runs now is an earlier revision, or nothing
 		return outcome
 	}
-	result, err := r.applyObjects(ctx, s.access, s.Service, d.recorded, node.Objects)
+	result, err := apply.result, apply.err
 	if result != nil {
 		maps.Copy(d.applied, result.done)
 		d.changes = append(d.changes, result.changes...)
@@ -80,7 +130,7 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 	}
 	if err != nil {
 		outcome.failure = err
-		if !errors.As(err, &d.failure) {
+		if d.failure == nil && !errors.As(err, &d.failure) {
 			d.failure = classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, err)
 		}
 		return outcome

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,10 +18,11 @@ import (
 // reconcile requested after that was handled, when its objects are healthy as soon as
 // they exist (the layered package: four objects in four dependency stages): one apply
 // per object, all in one reconcile; one status patch to Ready and one for the handled
-// request; its state Secret created once; no read: the take-over check is the apply's
-// own (create-only, as nothing is recorded or cached), there is no state Secret to read
-// yet, and the cache or an apply's answer holds the rest; the requested reconcile, a
-// no-op, sends nothing but its status patch.
+// request; no state Secret (its inputs are bound onto the package's compile, which a
+// restarted operator makes again with one compile of the package); no read: the
+// take-over check is the apply's own (create-only, as nothing is recorded or cached),
+// and the cache or an apply's answer holds the rest; the requested reconcile, a no-op,
+// sends nothing but its status patch.
 func TestNewServiceRequests(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
@@ -51,7 +54,23 @@ func TestNewServiceRequests(t *testing.T) {
 		"APPLY configmaps":      2,
 		"APPLY secrets":         1,
 		"APPLY services":        1,
-		"POST secrets":          1,
 		"PATCH services/status": 2,
 	}))
+}
+
+// The compiled package is kept in the Service's state Secret only when a restarted
+// operator would have to compile it again for this Service alone: a Service without
+// inputs has one; a Service whose inputs are bound onto the package's compile has none.
+func TestStateKeptUnlessBound(t *testing.T) {
+	g := NewWithT(t)
+	ns, other := newNamespace(t), newNamespace(t) // the package's Service "front" is one per namespace
+	plain := createService(t, ns, "plain", upload(t, ns, "plain", layeredPackage()), nil)
+	bound := createService(t, other, "bound", upload(t, other, "bound", layeredPackage()), map[string]string{"greeting": `"hi"`})
+	waitReady(t, plain)
+	waitReady(t, bound)
+	var state corev1.Secret
+	g.Expect(env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "plain" + v1alpha1.StateSecretSuffix}, &state)).To(Succeed())
+	g.Expect(state.Data).To(HaveKey("clout.json.gz"))
+	err := env.client.Get(context.Background(), client.ObjectKey{Namespace: other, Name: "bound" + v1alpha1.StateSecretSuffix}, &state)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the bound Service's state Secret: %v", err)
 }

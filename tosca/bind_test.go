@@ -119,7 +119,8 @@ func TestBoundNeverCompiles(t *testing.T) {
 	if _, ok := c.Bound(pkg, map[string]any{"app": "a1"}, CompileOptions{}); ok || compiles != 0 {
 		t.Fatalf("Bound without a template: ok %v, %d compiles", ok, compiles)
 	}
-	if _, err := c.Compile(context.Background(), pkg, map[string]any{"app": "a1"}); err != nil {
+	first, err := c.Compile(context.Background(), pkg, map[string]any{"app": "a1"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	compiles = 0
@@ -130,6 +131,9 @@ func TestBoundNeverCompiles(t *testing.T) {
 	full, err := NewCompiler(1).Compile(context.Background(), pkg, map[string]any{"app": "a2", "replicas": 2})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !first.Bound || !bound.Bound || full.Bound {
+		t.Errorf("Bound says: first %v (the template, then bound), bound %v, full %v (a compiler without binding)", first.Bound, bound.Bound, full.Bound)
 	}
 	if diff := cmp.Diff(NormalizeClout(full.Clout), NormalizeClout(bound.Clout)); diff != "" {
 		t.Errorf("bound Clout differs from a full compile (-full +bound):\n%s", diff)

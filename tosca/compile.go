@@ -39,6 +39,9 @@ type Compiled struct {
 	Inputs map[string]any
 	// Package is the package the Clout was compiled from; it stays open while cached.
 	Package *Package
+	// Bound: made by binding Inputs onto the package's template (bind.go), which one
+	// compile of the package makes again after a restart: nothing of it needs keeping.
+	Bound bool
 }
 
 // pucciniLock serializes Puccini parses across all the Compilers of the process. Each
@@ -132,7 +135,7 @@ func (c *Compiler) Bound(pkg *Package, inputs map[string]any, opts CompileOption
 	if c.OnBind != nil {
 		c.OnBind()
 	}
-	compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg}
+	compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg, Bound: true}
 	c.cache.Put(key, compiled)
 	return compiled, true
 }
@@ -171,7 +174,7 @@ func (c *Compiler) CompileWith(ctx contextpkg.Context, pkg *Package, inputs map[
 				if c.OnBind != nil {
 					c.OnBind()
 				}
-				compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg}
+				compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg, Bound: true}
 				c.cache.Put(key, compiled)
 				return compiled, nil
 			}
