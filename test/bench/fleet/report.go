@@ -70,6 +70,12 @@ func medians(rounds [][]result) []result {
 		m.applied = median[time.Duration](runs, func(r result) float64 { return float64(r.applied) }, nil)
 		m.duration = median[time.Duration](runs, func(r result) float64 { return float64(r.duration) }, nil)
 		m.peakRSS = median[int64](runs, func(r result) float64 { return float64(r.peakRSS) }, &m)
+		m.workerRSS = median[int64](runs, func(r result) float64 { return float64(r.workerRSS) }, nil)
+		m.totalRSS = median[int64](runs, func(r result) float64 { return float64(r.totalRSS) }, nil)
+		m.processRSS = make([]int64, len(runs[0].processRSS))
+		for k := range m.processRSS {
+			m.processRSS[k] = median[int64](runs, func(r result) float64 { return float64(r.processRSS[k]) }, nil)
+		}
 		m.requests = map[string]int64{}
 		for key := range runs[0].requests {
 			m.requests[key] = median[int64](runs, func(r result) float64 { return float64(r.requests[key]) }, nil)
