@@ -2,9 +2,14 @@
 // of Flux's kustomize-controller benchmark (a Deployment scaled to zero, a ServiceAccount,
 // a Service and a ConfigMap, each Service with its own inputs), from creation to all Ready,
 // and the operator's peak memory — against a same-run baseline: a plain server-side-apply
-// loop of the same rendered objects, waiting for the same readiness.
+// loop of the same rendered objects, waiting for the same readiness. With -distinct every
+// Service has its own package revision, against raw Puccini compiling the same packages
+// in a loop; with -shards K the Services run through one operator and through K shards
+// (--watch-label-selector). Each writes a section of its own.
 //
 //	go run ./test/bench/fleet -n 1000 -calaf bin/calaf -report docs/benchmarks.md
+//	go run ./test/bench/fleet -distinct -n 1000 -calaf bin/calaf -report docs/benchmarks.md
+//	go run ./test/bench/fleet -shards 2 -n 2000 -calaf bin/calaf -report docs/benchmarks.md
 package main
 
 import (
@@ -45,6 +50,9 @@ type result struct {
 	// their workers, totalRSS the largest sum of all their resident memory at one sample.
 	processRSS          []int64
 	workerRSS, totalRSS int64
+	// compiles are the operator's compiles that no cache answered, failedCompiles those of
+	// them that failed.
+	compiles, failedCompiles int64
 	// requests counts the API requests of the measured client by "VERB resource"
 	// (countingProxy), until all were Ready.
 	requests map[string]int64
@@ -56,27 +64,74 @@ type settings struct {
 	operatorQPS                 float64
 	calafBinary                 string
 	memoryLimits                []string
+	// distinct gives every Service its own package revision; shards runs the Services
+	// through one operator and through this many shards.
+	distinct bool
+	shards   int
 }
 
 func main() {
-	var s settings
-	flag.IntVar(&s.n, "n", 1000, "number of Services")
+	s, report, rawDir := parseFlags()
+	var err error
+	switch {
+	case rawDir != "":
+		err = rawLoop(context.Background(), os.Stdout, rawDir, s.n)
+	default:
+		err = run(s, report)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleet:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags returns the settings, the report to write and the directory of the raw
+// Puccini loop (the child process of -distinct); it exits on a bad command line.
+func parseFlags() (s settings, report, rawDir string) {
+	flag.IntVar(&s.n, "n", 1000, "number of Services (2000 with -shards)")
 	flag.StringVar(&s.calafBinary, "calaf", "bin/calaf", "calaf binary (the operator)")
-	report := flag.String("report", "", "benchmarks.md to update")
+	flag.StringVar(&report, "report", "", "benchmarks.md to update")
 	flag.IntVar(&s.workers, "workers", 4, "workers of the concurrent baseline and the operator's concurrency")
 	flag.IntVar(&s.smaller, "smaller", 0, "also run this many Services in every round, for the growth to -n (0: not)")
 	flag.Float64Var(&s.operatorQPS, "operator-qps", 200, "the operator's --kube-api-qps (its burst twice that): the baselines' client allows 200 and 400")
 	flag.IntVar(&s.rounds, "rounds", 1, "interleaved rounds (each: both baselines, then the operator runs); medians are reported")
 	memoryLimit := flag.String("memory-limit", "", "also run the operator with this --memory-limit (Go's soft limit, as a container limit sets it), in a namespace of its own")
+	flag.BoolVar(&s.distinct, "distinct", false, "give every Service its own package revision, against raw Puccini compiling the same packages in a loop (a report section of its own)")
+	flag.IntVar(&s.shards, "shards", 0, "run the Services through one operator, then through this many shards (--watch-label-selector), interleaved (a report section of its own)")
+	flag.StringVar(&rawDir, "raw-puccini", "", "only compile the packages of -n Services under this directory with raw Puccini in a loop, and print the loop's time and peak RSS (what -distinct runs as its baseline)")
 	flag.Parse()
 	s.memoryLimits = []string{""}
 	if *memoryLimit != "" {
 		s.memoryLimits = append(s.memoryLimits, *memoryLimit)
 	}
-	if err := run(s, *report); err != nil {
-		fmt.Fprintln(os.Stderr, "fleet:", err)
-		os.Exit(1)
+	if s.shards > 0 && !flagSet("n") {
+		s.n = 2000
 	}
+	if err := s.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "fleet:", err)
+		os.Exit(2)
+	}
+	return s, report, rawDir
+}
+
+// flagSet tells whether the command line set a flag.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// check refuses settings that do not go together.
+func (s settings) check() error {
+	switch {
+	case s.distinct && s.shards > 0:
+		return fmt.Errorf("-distinct and -shards are separate runs")
+	case s.shards == 1 || s.shards < 0:
+		return fmt.Errorf("-shards needs at least 2 shards")
+	case (s.distinct || s.shards > 0) && (s.smaller > 0 || len(s.memoryLimits) > 1):
+		return fmt.Errorf("-smaller and -memory-limit belong to the default run, not to -distinct or -shards")
+	}
+	return nil
 }
 
 // bench is what every run of the bench shares.
@@ -96,6 +151,12 @@ func run(s settings, report string) error {
 	b, err := newBench(ctx, s)
 	if err != nil {
 		return err
+	}
+	switch {
+	case s.distinct:
+		return b.runDistinct(ctx, report)
+	case s.shards > 0:
+		return b.runShards(ctx, report)
 	}
 	return b.runScale(ctx, report)
 }
@@ -164,7 +225,9 @@ func printRound(i, n int, results []result) {
 		if r.workerRSS > 0 {
 			fmt.Printf("   RSS: %s per operator process, %s of its largest worker, %s of all together\n", mib(r.processRSS...), mib(r.workerRSS), mib(r.totalRSS))
 		}
-		fmt.Printf("   requests per Service: %s\n", strings.Join(perService(r.requests, n), ", "))
+		if r.requests != nil {
+			fmt.Printf("   requests per Service: %s\n", strings.Join(perService(r.requests, n), ", "))
+		}
 	}
 }
 

@@ -34,3 +34,24 @@ func TestChildren(t *testing.T) {
 		t.Errorf("children of %d: %v; peak %d", os.Getppid(), children([]int{os.Getppid()}), peakRSS(os.Getpid()))
 	}
 }
+
+// Samples are summed over their labels, or over those named.
+func TestMetricSum(t *testing.T) {
+	metrics := `# HELP calaf_compile_duration_seconds Duration of TOSCA compiles (cache misses).
+calaf_compile_duration_seconds_bucket{result="error",le="0.005"} 0
+calaf_compile_duration_seconds_count{result="error"} 30
+calaf_compile_duration_seconds_count{result="success"} 60
+calaf_compile_duration_seconds_count_other 5
+calaf_workers_started_total 2
+`
+	for name, want := range map[string]int64{
+		"calaf_compile_duration_seconds_count":                 90,
+		`calaf_compile_duration_seconds_count{result="error"}`: 30,
+		"calaf_workers_started_total":                          2,
+		"calaf_absent_total":                                   0,
+	} {
+		if got := metricSum(metrics, name); got != want {
+			t.Errorf("%s: %d, want %d", name, got, want)
+		}
+	}
+}

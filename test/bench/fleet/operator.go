@@ -222,9 +222,13 @@ func waitFleet(ctx context.Context, c client.Client, procs []*operatorProcess, s
 		if ready >= n {
 			duration := time.Since(start)
 			mem.sample()
+			var compiles, failed int64
 			for i, p := range procs {
 				fmt.Println("   RSS at its peak:", mem.splits[i])
-				p.printRequests()
+				metrics := p.metrics()
+				printRequests(metrics)
+				compiles += metricSum(metrics, "calaf_compile_duration_seconds_count")
+				failed += metricSum(metrics, `calaf_compile_duration_seconds_count{result="error"}`)
 				if path := os.Getenv("CALAF_FLEET_HEAP_PROFILE"); path != "" {
 					p.saveHeapProfile(path + suffix(i))
 				}
@@ -232,7 +236,7 @@ func waitFleet(ctx context.Context, c client.Client, procs []*operatorProcess, s
 			if applied == 0 {
 				applied = duration
 			}
-			return mem.result(result{applied: applied, duration: duration}), nil
+			return mem.result(result{applied: applied, duration: duration, compiles: compiles, failedCompiles: failed}), nil
 		}
 		time.Sleep(time.Second)
 	}
@@ -263,19 +267,47 @@ func hasCondition(svc *v1alpha1.Service, condition string) bool {
 	return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == svc.Generation
 }
 
-// printRequests prints the operator's API requests by verb, from its metrics.
-func (p *operatorProcess) printRequests() {
+// metrics returns the operator's metrics, in Prometheus's text format ("" when it does not
+// answer).
+func (p *operatorProcess) metrics() string {
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", p.port))
 	if err != nil {
-		return
+		return ""
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "rest_client_requests_total") || strings.HasPrefix(line, "calaf_cache_requests_total") || strings.HasPrefix(line, "controller_runtime_reconcile_total") || strings.HasPrefix(line, "go_memstats_heap_inuse_bytes") || strings.HasPrefix(line, "go_memstats_next_gc_bytes") {
-			fmt.Println("  ", line)
+	return string(data)
+}
+
+// printRequests prints the operator's API requests by verb, cache lookups, compiles and
+// workers started, from its metrics.
+func printRequests(metrics string) {
+	for _, line := range strings.Split(metrics, "\n") {
+		for _, name := range []string{"rest_client_requests_total", "calaf_cache_requests_total", "controller_runtime_reconcile_total", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes", "calaf_compile_duration_seconds_count", "calaf_workers_started_total"} {
+			if strings.HasPrefix(line, name) {
+				fmt.Println("  ", line)
+				break
+			}
 		}
 	}
+}
+
+// metricSum sums the samples of a metric over its labels, in Prometheus's text format; name
+// may end with labels, to sum only those samples.
+func metricSum(metrics, name string) int64 {
+	var sum float64
+	for _, line := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+		if len(fields) > 0 {
+			value, _ := strconv.ParseFloat(fields[0], 64)
+			sum += value
+		}
+	}
+	return int64(sum)
 }
 
 // saveHeapProfile writes the operator's heap profile (for `go tool pprof`).
