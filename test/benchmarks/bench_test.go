@@ -12,11 +12,9 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/tliron/exturl"
-	"github.com/tliron/puccini/tosca/parser"
-
 	"calaf.io/calaf/profiles"
 	"calaf.io/calaf/render"
+	"calaf.io/calaf/test/rawpuccini"
 	"calaf.io/calaf/tosca"
 )
 
@@ -47,26 +45,11 @@ func openExample(tb testing.TB, name string) *tosca.Package {
 	return pkg
 }
 
-// rawPuccini parses and compiles a template the way a Puccini user does, with a new parser
-// and URL context: no preflight, no digest, no cache. The Calaf profile's public import
-// URL is mapped to its embedded files, registered once beforehand.
+// rawPuccini parses and compiles a template the way a Puccini user does (rawpuccini.Compile).
+// The Calaf profile's public import URL is mapped to its embedded files, registered once
+// beforehand.
 func rawPuccini(b *testing.B, entry string, imports map[string]string) {
-	urlContext := exturl.NewContext()
-	defer urlContext.Release()
-	for public, internal := range imports {
-		urlContext.Map(public, internal)
-	}
-	url, err := urlContext.NewValidFileURL(entry)
-	if err != nil {
-		b.Fatal(err)
-	}
-	parserContext := parser.NewParser().NewContext()
-	parserContext.URL = url
-	serviceTemplate, err := parserContext.Parse(context.Background())
-	if err != nil {
-		b.Fatal(err, parserContext.GetProblems())
-	}
-	if _, err := serviceTemplate.Compile(); err != nil {
+	if err := rawpuccini.Compile(context.Background(), entry, imports, nil); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ package benchreport
 
 import (
 	"os"
+	"regexp"
 	"strings"
 )
 
@@ -11,6 +12,16 @@ import (
 // starts with title (up to the next "## " heading) by section, appends section when there
 // is none, and creates the file when missing. Other sections stay as they are.
 func WriteSection(path, title, section string) error {
+	return writeSection(path, func(line string) bool { return strings.HasPrefix(line, title) }, section)
+}
+
+// WriteSectionMatching is WriteSection for the section whose whole heading line heading
+// matches: for sections whose headings begin alike.
+func WriteSectionMatching(path string, heading *regexp.Regexp, section string) error {
+	return writeSection(path, heading.MatchString, section)
+}
+
+func writeSection(path string, isHeading func(line string) bool, section string) error {
 	data, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return err
@@ -20,27 +31,35 @@ func WriteSection(path, title, section string) error {
 		text = "# Benchmarks\n\n"
 	}
 	section = strings.TrimRight(section, "\n") + "\n"
-	start := headingAt(text, title)
+	start, end := sectionAt(text, isHeading)
 	if start < 0 {
 		return os.WriteFile(path, []byte(strings.TrimRight(text, "\n")+"\n\n"+section), 0o644)
 	}
-	end := len(text)
-	if next := strings.Index(text[start+len(title):], "\n## "); next >= 0 {
-		end = start + len(title) + next + 1
+	if end < len(text) {
 		section += "\n"
 	}
 	return os.WriteFile(path, []byte(text[:start]+section+text[end:]), 0o644)
 }
 
-// headingAt returns where the line starting with title begins, or -1.
-func headingAt(text, title string) int {
-	if strings.HasPrefix(text, title) {
-		return 0
+// sectionAt returns where the first section whose heading line isHeading accepts begins,
+// and where it ends: at the next "## " heading, or at the end of text. start is -1 when
+// there is none.
+func sectionAt(text string, isHeading func(line string) bool) (start, end int) {
+	for start < len(text) {
+		lineEnd := strings.IndexByte(text[start:], '\n')
+		if lineEnd < 0 {
+			lineEnd = len(text) - start
+		}
+		lineEnd += start
+		if isHeading(text[start:lineEnd]) {
+			if next := strings.Index(text[lineEnd:], "\n## "); next >= 0 {
+				return start, lineEnd + next + 1
+			}
+			return start, len(text)
+		}
+		start = lineEnd + 1
 	}
-	if i := strings.Index(text, "\n"+title); i >= 0 {
-		return i + 1
-	}
-	return -1
+	return -1, 0
 }
 
 // Verdict says whether a target was met, in bold.

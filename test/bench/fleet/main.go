@@ -2,9 +2,14 @@
 // of Flux's kustomize-controller benchmark (a Deployment scaled to zero, a ServiceAccount,
 // a Service and a ConfigMap, each Service with its own inputs), from creation to all Ready,
 // and the operator's peak memory — against a same-run baseline: a plain server-side-apply
-// loop of the same rendered objects, waiting for the same readiness.
+// loop of the same rendered objects, waiting for the same readiness. With -distinct every
+// Service has its own package revision, against raw Puccini compiling the same packages
+// in a loop; with -shards K the Services run through one operator and through K shards
+// (--watch-label-selector). Each writes a section of its own.
 //
 //	go run ./test/bench/fleet -n 1000 -calaf bin/calaf -report docs/benchmarks.md
+//	go run ./test/bench/fleet -distinct -n 1000 -calaf bin/calaf -report docs/benchmarks.md
+//	go run ./test/bench/fleet -shards 2 -n 2000 -calaf bin/calaf -report docs/benchmarks.md
 package main
 
 import (
@@ -13,8 +18,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,14 +28,11 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
@@ -44,8 +44,15 @@ type result struct {
 	name     string
 	applied  time.Duration // until every object was applied (for the operator: every Service Applied)
 	duration time.Duration // until everything was Ready
-	peakRSS  int64         // bytes; 0 when not measured
+	peakRSS  int64         // bytes, of the largest operator process; 0 when not measured
 	rssSplit string        // anonymous and file-backed parts of the peak
+	// processRSS are the peaks of each operator process, workerRSS the largest peak of
+	// their workers, totalRSS the largest sum of all their resident memory at one sample.
+	processRSS          []int64
+	workerRSS, totalRSS int64
+	// compiles are the operator's compiles that no cache answered, failedCompiles those of
+	// them that failed.
+	compiles, failedCompiles int64
 	// requests counts the API requests of the measured client by "VERB resource"
 	// (countingProxy), until all were Ready.
 	requests map[string]int64
@@ -57,27 +64,74 @@ type settings struct {
 	operatorQPS                 float64
 	calafBinary                 string
 	memoryLimits                []string
+	// distinct gives every Service its own package revision; shards runs the Services
+	// through one operator and through this many shards.
+	distinct bool
+	shards   int
 }
 
 func main() {
-	var s settings
-	flag.IntVar(&s.n, "n", 1000, "number of Services")
+	s, report, rawDir := parseFlags()
+	var err error
+	switch {
+	case rawDir != "":
+		err = rawLoop(context.Background(), os.Stdout, rawDir, s.n)
+	default:
+		err = run(s, report)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleet:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags returns the settings, the report to write and the directory of the raw
+// Puccini loop (the child process of -distinct); it exits on a bad command line.
+func parseFlags() (s settings, report, rawDir string) {
+	flag.IntVar(&s.n, "n", 1000, "number of Services (2000 with -shards)")
 	flag.StringVar(&s.calafBinary, "calaf", "bin/calaf", "calaf binary (the operator)")
-	report := flag.String("report", "", "benchmarks.md to update")
+	flag.StringVar(&report, "report", "", "benchmarks.md to update")
 	flag.IntVar(&s.workers, "workers", 4, "workers of the concurrent baseline and the operator's concurrency")
 	flag.IntVar(&s.smaller, "smaller", 0, "also run this many Services in every round, for the growth to -n (0: not)")
 	flag.Float64Var(&s.operatorQPS, "operator-qps", 200, "the operator's --kube-api-qps (its burst twice that): the baselines' client allows 200 and 400")
 	flag.IntVar(&s.rounds, "rounds", 1, "interleaved rounds (each: both baselines, then the operator runs); medians are reported")
 	memoryLimit := flag.String("memory-limit", "", "also run the operator with this --memory-limit (Go's soft limit, as a container limit sets it), in a namespace of its own")
+	flag.BoolVar(&s.distinct, "distinct", false, "give every Service its own package revision, against raw Puccini compiling the same packages in a loop (a report section of its own)")
+	flag.IntVar(&s.shards, "shards", 0, "run the Services through one operator, then through this many shards (--watch-label-selector), interleaved (a report section of its own)")
+	flag.StringVar(&rawDir, "raw-puccini", "", "only compile the packages of -n Services under this directory with raw Puccini in a loop, and print the loop's time and peak RSS (what -distinct runs as its baseline)")
 	flag.Parse()
 	s.memoryLimits = []string{""}
 	if *memoryLimit != "" {
 		s.memoryLimits = append(s.memoryLimits, *memoryLimit)
 	}
-	if err := run(s, *report); err != nil {
-		fmt.Fprintln(os.Stderr, "fleet:", err)
-		os.Exit(1)
+	if s.shards > 0 && !flagSet("n") {
+		s.n = 2000
 	}
+	if err := s.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "fleet:", err)
+		os.Exit(2)
+	}
+	return s, report, rawDir
+}
+
+// flagSet tells whether the command line set a flag.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// check refuses settings that do not go together.
+func (s settings) check() error {
+	switch {
+	case s.distinct && s.shards > 0:
+		return fmt.Errorf("-distinct and -shards are separate runs")
+	case s.shards == 1 || s.shards < 0:
+		return fmt.Errorf("-shards needs at least 2 shards")
+	case (s.distinct || s.shards > 0) && (s.smaller > 0 || len(s.memoryLimits) > 1):
+		return fmt.Errorf("-smaller and -memory-limit belong to the default run, not to -distinct or -shards")
+	}
+	return nil
 }
 
 // bench is what every run of the bench shares.
@@ -86,36 +140,66 @@ type bench struct {
 	config *rest.Config
 	c      client.Client
 	pkg    *tosca.Package
+	// archives are the package archives the Services point at: one for all, or one each.
+	archives [][]byte
 	// rendered are the objects of n Services, by n, in renderNamespace.
 	rendered map[int][]byte
 }
 
 func run(s settings, report string) error {
 	ctx := context.Background()
-	config, err := framework.LoadConfig()
+	b, err := newBench(ctx, s)
 	if err != nil {
 		return err
+	}
+	switch {
+	case s.distinct:
+		return b.runDistinct(ctx, report)
+	case s.shards > 0:
+		return b.runShards(ctx, report)
+	}
+	return b.runScale(ctx, report)
+}
+
+// newBench connects to the cluster, installs the CRDs and opens the bench package.
+func newBench(ctx context.Context, s settings) (*bench, error) {
+	config, err := framework.LoadConfig()
+	if err != nil {
+		return nil, err
 	}
 	config.QPS, config.Burst = 200, 400
 	c, err := client.New(config, client.Options{Scheme: operator.NewScheme()})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := framework.InstallCRDs(ctx, c); err != nil {
-		return err
+		return nil, err
 	}
-	pkgDir := filepath.Join(framework.RepoRoot(), "test", "bench", "fleet", "package")
-	pkg, err := tosca.Open(pkgDir, tosca.DefaultLimits())
+	pkg, err := tosca.Open(packageDir(), tosca.DefaultLimits())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b := &bench{settings: s, config: config, c: c, pkg: pkg, rendered: map[int][]byte{}}
-	sizes := []int{s.n}
-	if s.smaller > 0 {
-		sizes = []int{s.smaller, s.n}
+	archive, err := source.Pack(pkg)
+	if err != nil {
+		return nil, err
+	}
+	return &bench{settings: s, config: config, c: c, pkg: pkg, archives: [][]byte{archive}, rendered: map[int][]byte{}}, nil
+}
+
+// packageDir is the bench package's directory.
+func packageDir() string {
+	return filepath.Join(framework.RepoRoot(), "test", "bench", "fleet", "package")
+}
+
+// runScale runs -rounds rounds of both baselines and the operator, at -n Services and
+// -smaller, and reports their medians.
+func (b *bench) runScale(ctx context.Context, report string) error {
+	sizes := []int{b.n}
+	if b.smaller > 0 {
+		sizes = []int{b.smaller, b.n}
 	}
 	rounds := map[int][][]result{}
-	for i := 0; i < s.rounds; i++ {
+	for i := 0; i < b.rounds; i++ {
 		for _, n := range sizes {
 			results, err := b.round(ctx, n, i)
 			if err != nil {
@@ -129,16 +213,21 @@ func run(s settings, report string) error {
 		return nil
 	}
 	var smaller []result
-	if s.smaller > 0 {
-		smaller = medians(rounds[s.smaller])
+	if b.smaller > 0 {
+		smaller = medians(rounds[b.smaller])
 	}
-	return writeReport(report, s, medians(rounds[s.n]), smaller)
+	return writeReport(report, b.settings, medians(rounds[b.n]), smaller)
 }
 
 func printRound(i, n int, results []result) {
 	for _, r := range results {
 		fmt.Printf("round %d, %d Services: %-55s applied %6.1f s  Ready %6.1f s  %s\n", i+1, n, r.name, r.applied.Seconds(), r.duration.Seconds(), rss(r.peakRSS))
-		fmt.Printf("   requests per Service: %s\n", strings.Join(perService(r.requests, n), ", "))
+		if r.workerRSS > 0 {
+			fmt.Printf("   RSS: %s per operator process, %s of its largest worker, %s of all together\n", mib(r.processRSS...), mib(r.workerRSS), mib(r.totalRSS))
+		}
+		if r.requests != nil {
+			fmt.Printf("   requests per Service: %s\n", strings.Join(perService(r.requests, n), ", "))
+		}
 	}
 }
 
@@ -159,7 +248,7 @@ func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
 		results = append(results, r)
 	}
 	for j, limit := range b.memoryLimits {
-		r, err := b.operatorRun(ctx, n, limit, fmt.Sprintf("fleet-calaf%d-%d-r%d-%s", j, n, i, runID))
+		r, err := b.operatorRun(ctx, fleet{n: n, namespace: fmt.Sprintf("fleet-calaf%d-%d-r%d-%s", j, n, i, runID), memoryLimit: limit, selectors: []string{""}})
 		if err != nil {
 			return nil, err
 		}
@@ -168,8 +257,11 @@ func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
 	return results, nil
 }
 
+// serviceName names Service i (and its app).
+func serviceName(i int) string { return fmt.Sprintf("app-%04d", i) }
+
 func inputsOf(i int) map[string]any {
-	return map[string]any{"app": fmt.Sprintf("app-%04d", i), "message": fmt.Sprintf("hello from app %d", i)}
+	return map[string]any{"app": serviceName(i), "message": fmt.Sprintf("hello from app %d", i)}
 }
 
 // runID tells one run's namespaces from another's on the same cluster.
@@ -207,7 +299,7 @@ func renderAll(ctx context.Context, pkg *tosca.Package, n int, namespace string)
 		if err != nil {
 			return nil, err
 		}
-		result, err := renderer.Render(ctx, compiled, render.Options{Service: fmt.Sprintf("app-%04d", i), Namespace: namespace})
+		result, err := renderer.Render(ctx, compiled, render.Options{Service: serviceName(i), Namespace: namespace})
 		if err != nil {
 			return nil, err
 		}
@@ -306,218 +398,4 @@ func waitDeploymentsCurrent(ctx context.Context, c client.Client, namespace stri
 		time.Sleep(500 * time.Millisecond)
 	}
 	return fmt.Errorf("deployments of %s not Current in time", namespace)
-}
-
-// operatorRun runs the operator on namespace, through a counting proxy, creates n
-// Services there and waits until all are Ready.
-func (b *bench) operatorRun(ctx context.Context, n int, memoryLimit, namespace string) (result, error) {
-	if err := createNamespace(ctx, b.c, namespace); err != nil {
-		return result{}, err
-	}
-	upload, err := uploadPackage(ctx, b.c, b.pkg, namespace)
-	if err != nil {
-		return result{}, err
-	}
-	dir, err := os.MkdirTemp("", "calaf-fleet-")
-	if err != nil {
-		return result{}, err
-	}
-	defer os.RemoveAll(dir)
-	proxy, err := startProxy(b.config)
-	if err != nil {
-		return result{}, err
-	}
-	defer proxy.Close()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := proxy.WriteKubeconfig(kubeconfig); err != nil {
-		return result{}, err
-	}
-	op, err := startOperator(b.calafBinary, dir, kubeconfig, b.workers, b.operatorQPS, memoryLimit, namespace)
-	if err != nil {
-		return result{}, err
-	}
-	defer op.Stop()
-	time.Sleep(2 * time.Second) // let it start its caches: not part of the measure
-	proxy.Counts(true)
-
-	fmt.Printf("calaf: creating %d Services\n", n)
-	start := time.Now()
-	if err := createServices(ctx, b.c, upload, n, namespace); err != nil {
-		return result{}, err
-	}
-	res, err := waitFleet(ctx, b.c, op, start, n, namespace)
-	if err != nil {
-		return result{}, err
-	}
-	res.requests = proxy.Counts(false)
-	res.name = fmt.Sprintf("calaf operator (concurrency %d, no memory limit)", b.workers)
-	if memoryLimit != "" {
-		res.name = fmt.Sprintf("calaf operator (concurrency %d, --memory-limit %s)", b.workers, memoryLimit)
-	}
-	return res, nil
-}
-
-// uploadPackage stores the package as an upload ConfigMap the Services point at.
-func uploadPackage(ctx context.Context, c client.Client, pkg *tosca.Package, namespace string) (*v1alpha1.UploadSource, error) {
-	archive, err := source.Pack(pkg)
-	if err != nil {
-		return nil, err
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "fleet.calaf-package"}, BinaryData: map[string][]byte{source.UploadKey: archive}}
-	if err := c.Create(ctx, cm); err != nil && !strings.Contains(err.Error(), "already exists") {
-		return nil, err
-	}
-	return &v1alpha1.UploadSource{ConfigMapName: cm.Name, SHA256: source.SHA256(archive)}, nil
-}
-
-// startOperator starts the calaf operator as a process watching namespace.
-func startOperator(calafBinary, dir, kubeconfig string, workers int, qps float64, memoryLimit, namespace string) (*framework.Operator, error) {
-	op := &framework.Operator{
-		Binary:  calafBinary,
-		LogPath: filepath.Join(os.TempDir(), "calaf-fleet-operator.log"),
-		Args: []string{"--kubeconfig=" + kubeconfig, "--concurrency=" + strconv.Itoa(workers), "--package-cache-dir=" + filepath.Join(dir, "packages"),
-			"--zap-log-level=error", "--metrics-bind-address=127.0.0.1:18089", "--enable-pprof",
-			"--watch-namespace=" + namespace, fmt.Sprintf("--kube-api-qps=%g", qps), fmt.Sprintf("--kube-api-burst=%d", int(2*qps))},
-	}
-	if memoryLimit != "" {
-		op.Args = append(op.Args, "--memory-limit="+memoryLimit)
-	}
-	return op, op.Start()
-}
-
-// createServices creates n Services of the uploaded package, each with its own inputs.
-func createServices(ctx context.Context, c client.Client, upload *v1alpha1.UploadSource, n int, namespace string) error {
-	for i := 0; i < n; i++ {
-		svc := &v1alpha1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("app-%04d", i), Finalizers: []string{v1alpha1.ServiceFinalizer}},
-			Spec: v1alpha1.ServiceSpec{
-				Source: v1alpha1.Source{Upload: upload},
-				Inputs: map[string]apiextensionsv1.JSON{},
-			},
-		}
-		for key, value := range inputsOf(i) {
-			svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: []byte(strconv.Quote(value.(string)))}
-		}
-		if err := c.Create(ctx, svc); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// waitFleet waits until all n Services are Ready, noting when all were applied and the
-// operator's peak RSS on the way.
-func waitFleet(ctx context.Context, c client.Client, op *framework.Operator, start time.Time, n int, namespace string) (result, error) {
-	pid := op.Pid()
-	var peak int64
-	var applied time.Duration
-	split := ""
-	deadline := time.Now().Add(30 * time.Minute)
-	for time.Now().Before(deadline) {
-		if rss := peakRSS(pid); rss > peak {
-			peak, split = rss, rssSplit(pid)
-		}
-		var list v1alpha1.ServiceList
-		if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-			return result{}, err
-		}
-		ready, done := 0, 0
-		for _, svc := range list.Items {
-			if hasCondition(&svc, v1alpha1.ConditionReady) && svc.Status.ObservedGeneration == svc.Generation {
-				ready++
-			}
-			if hasCondition(&svc, v1alpha1.ConditionApplied) {
-				done++
-			}
-		}
-		if done >= n && applied == 0 {
-			applied = time.Since(start)
-		}
-		if ready >= n {
-			duration := time.Since(start)
-			peak = max(peak, peakRSS(pid))
-			fmt.Println("   RSS at its peak:", split)
-			printRequests()
-			if path := os.Getenv("CALAF_FLEET_HEAP_PROFILE"); path != "" {
-				saveHeapProfile(path)
-			}
-			if applied == 0 {
-				applied = duration
-			}
-			return result{applied: applied, duration: duration, peakRSS: peak, rssSplit: split}, nil
-		}
-		time.Sleep(time.Second)
-	}
-	return result{}, fmt.Errorf("the Services were not all Ready in time; operator log: %s", op.LogPath)
-}
-
-// hasCondition tells whether the Service's condition is True for its generation.
-func hasCondition(svc *v1alpha1.Service, condition string) bool {
-	cond := apimeta.FindStatusCondition(svc.Status.Conditions, condition)
-	return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == svc.Generation
-}
-
-// peakRSS reads a process's peak resident set size (VmHWM) from /proc.
-func peakRSS(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			fields := strings.Fields(line)
-			kb, _ := strconv.ParseInt(fields[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
-func rss(bytes int64) string {
-	if bytes == 0 {
-		return ""
-	}
-	return fmt.Sprintf("peak RSS %.0f MiB", float64(bytes)/(1<<20))
-}
-
-// printRequests prints the operator's API requests by verb, from its metrics.
-func printRequests() {
-	resp, err := http.Get("http://127.0.0.1:18089/metrics")
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "rest_client_requests_total") || strings.HasPrefix(line, "calaf_cache_requests_total") || strings.HasPrefix(line, "controller_runtime_reconcile_total") || strings.HasPrefix(line, "go_memstats_heap_inuse_bytes") || strings.HasPrefix(line, "go_memstats_next_gc_bytes") {
-			fmt.Println("  ", line)
-		}
-	}
-}
-
-// saveHeapProfile writes the operator's heap profile (for `go tool pprof`).
-func saveHeapProfile(path string) {
-	resp, err := http.Get("http://127.0.0.1:18089/debug/pprof/heap")
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	_ = os.WriteFile(path, data, 0o644)
-}
-
-// rssSplit reads how a process's resident memory splits into anonymous memory (heap,
-// stacks) and file pages (the binary's code and data).
-func rssSplit(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return ""
-	}
-	var parts []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "RssAnon:") || strings.HasPrefix(line, "RssFile:") {
-			parts = append(parts, strings.Join(strings.Fields(line), " "))
-		}
-	}
-	return strings.Join(parts, ", ")
 }

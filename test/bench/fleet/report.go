@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -70,7 +71,18 @@ func medians(rounds [][]result) []result {
 		m.applied = median[time.Duration](runs, func(r result) float64 { return float64(r.applied) }, nil)
 		m.duration = median[time.Duration](runs, func(r result) float64 { return float64(r.duration) }, nil)
 		m.peakRSS = median[int64](runs, func(r result) float64 { return float64(r.peakRSS) }, &m)
-		m.requests = map[string]int64{}
+		m.workerRSS = median[int64](runs, func(r result) float64 { return float64(r.workerRSS) }, nil)
+		m.totalRSS = median[int64](runs, func(r result) float64 { return float64(r.totalRSS) }, nil)
+		m.compiles = median[int64](runs, func(r result) float64 { return float64(r.compiles) }, nil)
+		m.failedCompiles = median[int64](runs, func(r result) float64 { return float64(r.failedCompiles) }, nil)
+		m.processRSS = make([]int64, len(runs[0].processRSS))
+		for k := range m.processRSS {
+			m.processRSS[k] = median[int64](runs, func(r result) float64 { return float64(r.processRSS[k]) }, nil)
+		}
+		m.requests = nil // none for runs that send none (raw Puccini's)
+		if runs[0].requests != nil {
+			m.requests = map[string]int64{}
+		}
 		for key := range runs[0].requests {
 			m.requests[key] = median[int64](runs, func(r result) float64 { return float64(r.requests[key]) }, nil)
 		}
@@ -93,13 +105,19 @@ func median[T ~int64](runs []result, f func(result) float64, at *result) T {
 
 const sectionTitle = "## Operator at scale:"
 
+// Each mode's section is found by its whole heading: their headings begin alike.
+const (
+	scaleHeading    = `^## Operator at scale: \d+ Services$`
+	distinctHeading = `^## Operator at scale: \d+ Services, each its own package$`
+	shardsHeading   = `^## Operator at scale: \d+ Services, \d+ shards against 1 operator$`
+)
+
 // writeReport replaces the fleet section of benchmarks.md with the medians of the
 // rounds at n Services (and the growth from the smaller size, when it ran).
 func writeReport(path string, s settings, runs, smaller []result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %d Services\n\n", sectionTitle, s.n)
-	host, _ := os.Hostname()
-	fmt.Fprintf(&b, "Written by `make bench-fleet` (test/bench/fleet) on %s: %s, %d CPUs, %s, on the test ground's one-node cluster (kube-apiserver, etcd, controller-manager, scheduler, kubelet, all on the same machine as the operator); load average at the end %s. Medians of %d interleaved round(s): in each, the sequential baseline, the 4-worker baseline, then the operator", time.Now().Format("2006-01-02"), host, runtime.NumCPU(), runtime.Version(), benchreport.LoadAverage(), s.rounds)
+	fmt.Fprintf(&b, "Written by `make bench-fleet` (test/bench/fleet) %s Medians of %d interleaved round(s): in each, the sequential baseline, the 4-worker baseline, then the operator", machine(), s.rounds)
 	if s.smaller > 0 {
 		fmt.Fprintf(&b, ", at %d and at %d Services", s.smaller, s.n)
 	}
@@ -108,8 +126,38 @@ func writeReport(path string, s settings, runs, smaller []result) error {
 	writeTimes(&b, s, runs)
 	writeRequests(&b, s.n, runs)
 	writeTargets(&b, s, runs, smaller)
-	return benchreport.WriteSection(path, sectionTitle, b.String())
+	return benchreport.WriteSectionMatching(path, regexp.MustCompile(scaleHeading), b.String())
 }
+
+// machine says when and where the bench ran, and how busy the machine was at its end.
+func machine() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("on %s: %s, %d CPUs, %s, on the test ground's one-node cluster (kube-apiserver, etcd, controller-manager, scheduler, kubelet, all on the same machine as the operator); load average at the end %s.", time.Now().Format("2006-01-02"), host, runtime.NumCPU(), runtime.Version(), benchreport.LoadAverage())
+}
+
+// writeRunTable writes the times and memory of runs, each divided by the first's (base).
+func writeRunTable(b *strings.Builder, base string, runs []result) {
+	fmt.Fprintf(b, "| run | time to all applied | ÷ %s | time to all Ready | peak RSS per process | largest worker | all together |\n|---|---:|---:|---:|---:|---:|---:|\n", base)
+	for _, r := range runs {
+		ready := "—"
+		if r.requests != nil {
+			ready = fmt.Sprintf("%.1f s", r.duration.Seconds())
+		}
+		fmt.Fprintf(b, "| %s | %.1f s | %.2f× | %s | %s | %s | %s |\n", r.name, r.applied.Seconds(), r.applied.Seconds()/runs[0].applied.Seconds(), ready, mib(r.processRSS...), orDash(r.workerRSS), orDash(r.totalRSS))
+	}
+	b.WriteString("\n")
+}
+
+// orDash formats a size in MiB, or a dash for none.
+func orDash(size int64) string {
+	if size == 0 {
+		return "—"
+	}
+	return mib(size)
+}
+
+// memoryNote says how the operator's memory is measured.
+const memoryNote = "*Peak RSS per process*: each operator process's high-water mark (VmHWM), sampled every second; *largest worker*: the largest high-water mark of the worker processes it started (where it compiles and renders), sampled every second, so a worker replaced between two samples may be missed; *all together*: the largest sum of the resident memory (VmRSS) of the operator processes and their workers at one sample.\n"
 
 func setup(s settings) string {
 	return "Each Service is the shape of Flux's kustomize-controller benchmark: a Deployment scaled to zero, a ServiceAccount, a Service and a ConfigMap (test/bench/fleet/package), with its own inputs, all Services of one package. " +

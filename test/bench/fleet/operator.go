@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/source"
+	"calaf.io/calaf/test/e2e/framework"
+)
+
+// fleet is one operator run: n Services in a namespace of their own and the operator
+// processes that reconcile them.
+type fleet struct {
+	n           int
+	namespace   string
+	memoryLimit string
+	// selectors are the --watch-label-selector of each operator process ("": all Services).
+	selectors []string
+	// shards labels the Services for this many shards (shardLabels; 0: no labels).
+	shards int
+}
+
+// operatorRun starts the operator processes of f on its namespace, each through a
+// counting proxy of its own, creates the n Services there and waits until all are Ready.
+func (b *bench) operatorRun(ctx context.Context, f fleet) (result, error) {
+	if err := createNamespace(ctx, b.c, f.namespace); err != nil {
+		return result{}, err
+	}
+	sources, err := b.upload(ctx, f.namespace)
+	if err != nil {
+		return result{}, err
+	}
+	var procs []*operatorProcess
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	for i, selector := range f.selectors {
+		p, err := b.startOperator(f, selector, i)
+		if err != nil {
+			return result{}, err
+		}
+		procs = append(procs, p)
+	}
+	time.Sleep(2 * time.Second) // let them start their caches: not part of the measure
+	for _, p := range procs {
+		p.proxy.Counts(true)
+	}
+
+	fmt.Printf("calaf: creating %d Services\n", f.n)
+	start := time.Now()
+	if err := createServices(ctx, b.c, sources, f); err != nil {
+		return result{}, err
+	}
+	res, err := waitFleet(ctx, b.c, procs, start, f.n, f.namespace)
+	if err != nil {
+		return result{}, err
+	}
+	res.requests = map[string]int64{}
+	for _, p := range procs {
+		for key, count := range p.proxy.Counts(false) {
+			res.requests[key] += count
+		}
+	}
+	res.name = b.operatorName(f)
+	return res, nil
+}
+
+// operatorName names the operator processes of f in the report.
+func (b *bench) operatorName(f fleet) string {
+	switch {
+	case len(f.selectors) > 1:
+		return fmt.Sprintf("calaf, %d shards (concurrency %d each)", len(f.selectors), b.workers)
+	case f.memoryLimit != "":
+		return fmt.Sprintf("calaf operator (concurrency %d, --memory-limit %s)", b.workers, f.memoryLimit)
+	}
+	return fmt.Sprintf("calaf operator (concurrency %d, no memory limit)", b.workers)
+}
+
+// upload stores the bench's package archives as upload ConfigMaps in namespace: the one
+// every Service points at, or one for each Service.
+func (b *bench) upload(ctx context.Context, namespace string) ([]*v1alpha1.UploadSource, error) {
+	if len(b.archives) > 1 {
+		fmt.Printf("uploading %d packages\n", len(b.archives))
+	}
+	var sources []*v1alpha1.UploadSource
+	for i, archive := range b.archives {
+		name := "fleet.calaf-package"
+		if len(b.archives) > 1 {
+			name = serviceName(i) + ".calaf-package"
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, BinaryData: map[string][]byte{source.UploadKey: archive}}
+		if err := b.c.Create(ctx, cm); err != nil && !strings.Contains(err.Error(), "already exists") {
+			return nil, err
+		}
+		sources = append(sources, &v1alpha1.UploadSource{ConfigMapName: cm.Name, SHA256: source.SHA256(archive)})
+	}
+	return sources, nil
+}
+
+// operatorProcess is one operator process, with its counting proxy, its package cache
+// directory and its metrics port.
+type operatorProcess struct {
+	op    *framework.Operator
+	proxy *countingProxy
+	dir   string
+	port  int
+}
+
+// startOperator starts operator process i of f, watching f's namespace and the Services
+// selector selects.
+func (b *bench) startOperator(f fleet, selector string, i int) (*operatorProcess, error) {
+	dir, err := os.MkdirTemp("", "calaf-fleet-")
+	if err != nil {
+		return nil, err
+	}
+	p := &operatorProcess{dir: dir, port: 18089 + i}
+	if p.proxy, err = startProxy(b.config); err != nil {
+		p.stop()
+		return nil, err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := p.proxy.WriteKubeconfig(kubeconfig); err != nil {
+		p.stop()
+		return nil, err
+	}
+	op := &framework.Operator{
+		Binary:  b.calafBinary,
+		LogPath: filepath.Join(os.TempDir(), "calaf-fleet-operator"+suffix(i)+".log"),
+		Args: []string{"--kubeconfig=" + kubeconfig, "--concurrency=" + strconv.Itoa(b.workers), "--package-cache-dir=" + filepath.Join(dir, "packages"),
+			"--zap-log-level=error", fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", p.port), "--enable-pprof",
+			"--watch-namespace=" + f.namespace, fmt.Sprintf("--kube-api-qps=%g", b.operatorQPS), fmt.Sprintf("--kube-api-burst=%d", int(2*b.operatorQPS))},
+	}
+	if f.memoryLimit != "" {
+		op.Args = append(op.Args, "--memory-limit="+f.memoryLimit)
+	}
+	if selector != "" {
+		op.Args = append(op.Args, "--watch-label-selector="+selector)
+	}
+	if err := op.Start(); err != nil {
+		p.stop()
+		return nil, err
+	}
+	p.op = op
+	return p, nil
+}
+
+// suffix tells the files of operator process i from the first one's ("-i"; none for 0).
+func suffix(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return "-" + strconv.Itoa(i)
+}
+
+// stop stops the process and its proxy and removes its directory.
+func (p *operatorProcess) stop() {
+	if p.op != nil {
+		p.op.Stop()
+	}
+	if p.proxy != nil {
+		p.proxy.Close()
+	}
+	_ = os.RemoveAll(p.dir)
+}
+
+// createServices creates f's n Services, each with its own inputs and its shard's labels;
+// Service i's package is sources[i], or the only one.
+func createServices(ctx context.Context, c client.Client, sources []*v1alpha1.UploadSource, f fleet) error {
+	for i := 0; i < f.n; i++ {
+		svc := &v1alpha1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: serviceName(i), Labels: shardLabels(i, f.shards), Finalizers: []string{v1alpha1.ServiceFinalizer}},
+			Spec: v1alpha1.ServiceSpec{
+				Source: v1alpha1.Source{Upload: sources[i%len(sources)]},
+				Inputs: map[string]apiextensionsv1.JSON{},
+			},
+		}
+		for key, value := range inputsOf(i) {
+			svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: []byte(strconv.Quote(value.(string)))}
+		}
+		if err := c.Create(ctx, svc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitFleet waits until all n Services are Ready, noting when all were applied and the
+// memory of the operator processes on the way.
+func waitFleet(ctx context.Context, c client.Client, procs []*operatorProcess, start time.Time, n int, namespace string) (result, error) {
+	var pids []int
+	for _, p := range procs {
+		pids = append(pids, p.op.Pid())
+	}
+	mem := newMemory(pids)
+	var applied time.Duration
+	deadline := time.Now().Add(30 * time.Minute)
+	for time.Now().Before(deadline) {
+		mem.sample()
+		ready, done, err := countServices(ctx, c, namespace)
+		if err != nil {
+			return result{}, err
+		}
+		if done >= n && applied == 0 {
+			applied = time.Since(start)
+		}
+		if ready >= n {
+			duration := time.Since(start)
+			mem.sample()
+			var compiles, failed int64
+			for i, p := range procs {
+				fmt.Println("   RSS at its peak:", mem.splits[i])
+				metrics := p.metrics()
+				printRequests(metrics)
+				compiles += metricSum(metrics, "calaf_compile_duration_seconds_count")
+				failed += metricSum(metrics, `calaf_compile_duration_seconds_count{result="error"}`)
+				if path := os.Getenv("CALAF_FLEET_HEAP_PROFILE"); path != "" {
+					p.saveHeapProfile(path + suffix(i))
+				}
+			}
+			if applied == 0 {
+				applied = duration
+			}
+			return mem.result(result{applied: applied, duration: duration, compiles: compiles, failedCompiles: failed}), nil
+		}
+		time.Sleep(time.Second)
+	}
+	return result{}, fmt.Errorf("the Services were not all Ready in time; operator log: %s", procs[0].op.LogPath)
+}
+
+// countServices counts the Services of namespace that are Ready, and those Applied, for
+// their generation.
+func countServices(ctx context.Context, c client.Client, namespace string) (ready, applied int, err error) {
+	var list v1alpha1.ServiceList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return 0, 0, err
+	}
+	for _, svc := range list.Items {
+		if hasCondition(&svc, v1alpha1.ConditionReady) && svc.Status.ObservedGeneration == svc.Generation {
+			ready++
+		}
+		if hasCondition(&svc, v1alpha1.ConditionApplied) {
+			applied++
+		}
+	}
+	return ready, applied, nil
+}
+
+// hasCondition tells whether the Service's condition is True for its generation.
+func hasCondition(svc *v1alpha1.Service, condition string) bool {
+	cond := apimeta.FindStatusCondition(svc.Status.Conditions, condition)
+	return cond != nil && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == svc.Generation
+}
+
+// metrics returns the operator's metrics, in Prometheus's text format ("" when it does not
+// answer).
+func (p *operatorProcess) metrics() string {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", p.port))
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return string(data)
+}
+
+// printRequests prints the operator's API requests by verb, cache lookups, compiles and
+// workers started, from its metrics.
+func printRequests(metrics string) {
+	for _, line := range strings.Split(metrics, "\n") {
+		for _, name := range []string{"rest_client_requests_total", "calaf_cache_requests_total", "controller_runtime_reconcile_total", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes", "calaf_compile_duration_seconds_count", "calaf_workers_started_total"} {
+			if strings.HasPrefix(line, name) {
+				fmt.Println("  ", line)
+				break
+			}
+		}
+	}
+}
+
+// metricSum sums the samples of a metric over its labels, in Prometheus's text format; name
+// may end with labels, to sum only those samples.
+func metricSum(metrics, name string) int64 {
+	var sum float64
+	for _, line := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+		if len(fields) > 0 {
+			value, _ := strconv.ParseFloat(fields[0], 64)
+			sum += value
+		}
+	}
+	return int64(sum)
+}
+
+// saveHeapProfile writes the operator's heap profile (for `go tool pprof`).
+func (p *operatorProcess) saveHeapProfile(path string) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", p.port))
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	_ = os.WriteFile(path, data, 0o644)
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The three sections live side by side, each replaced by its own run whatever the order,
+// and say their ratios.
+func TestReports(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "benchmarks.md")
+	raw := result{name: "raw", applied: 10 * time.Second, duration: 10 * time.Second, peakRSS: 50 << 20, processRSS: []int64{50 << 20}}
+	op := func(seconds int, processes ...int64) result {
+		return result{name: "calaf", applied: time.Duration(seconds) * time.Second, duration: time.Duration(seconds+5) * time.Second, processRSS: processes,
+			workerRSS: 200 << 20, totalRSS: 400 << 20, compiles: 10, requests: map[string]int64{"APPLY deployments": 10, "PATCH services/status": 10}}
+	}
+	s := settings{n: 10, workers: 4, rounds: 1, operatorQPS: 200, shards: 2}
+	steps := []func() error{
+		func() error { return writeDistinctReport(path, s, medians([][]result{{raw, op(25, 150<<20)}})) },
+		func() error { return writeReport(path, s, []result{raw, raw, op(20, 150<<20)}, nil) },
+		func() error { return writeShardsReport(path, s, []result{op(40, 150<<20), op(30, 120<<20, 110<<20)}) },
+		func() error { return writeDistinctReport(path, s, []result{raw, op(35, 150<<20)}) },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	data, _ := os.ReadFile(path)
+	text := string(data)
+	for _, want := range []string{
+		"## Operator at scale: 10 Services, each its own package\n", "operator ÷ raw Puccini: 3.50×", "Compiles per Service: 1.00",
+		"## Operator at scale: 10 Services\n",
+		"## Operator at scale: 10 Services, 2 shards against 1 operator\n", "time to all applied 0.75×", "peak RSS 120 + 110 MiB against 150 MiB",
+		"| calaf | 30.0 s | 0.75× | 35.0 s | 120 + 110 MiB | 200 MiB | 400 MiB |",
+		"| raw | 10.0 s | 1.00× | — | 50 MiB | — | — |",
+	} {
+		if strings.Count(text, want) != 1 {
+			t.Errorf("%q is there %d times in:\n%s", want, strings.Count(text, want), text)
+		}
+	}
+	if strings.Contains(text, "2.50×") {
+		t.Error("the first distinct section was not replaced")
+	}
+}
