@@ -197,7 +197,7 @@ func writeTargets(b *strings.Builder, s settings, runs, smaller []result) {
 	fmt.Fprintf(b, "Targets, for %s:\n\n", calaf.name)
 	fmt.Fprintf(b, "- time to all applied ≤ 1.5× the 4-worker baseline — %s (%.2f×).\n", benchreport.Verdict(ratio <= 1.5), ratio)
 	fmt.Fprintf(b, "- writes per Service ≤ one apply per object and one status patch (%d) — %s (%.2f: %.2f applies, %.2f status patches, %.2f other).\n",
-		objectsPerService+1, benchreport.Verdict(writes(c) <= objectsPerService+1.005), writes(c), c["apply"], c["status patch"], writes(c)-c["apply"]-c["status patch"])
+		objectsPerService+1, benchreport.Verdict(writes(c) <= objectsPerService+1.005), writes(c), c["apply"], c["status patch"], max(writes(c)-c["apply"]-c["status patch"], 0))
 	fmt.Fprintf(b, "- no GET a cache or the apply response could answer — %s (%.2f GETs per Service, %.2f of them 404).\n", benchreport.Verdict(c["GET"]+c["GET 404"] < 0.05), c["GET"]+c["GET 404"], c["GET 404"])
 	fmt.Fprintf(b, "- peak RSS ≤ 150 MiB without a memory limit — %s (%s).\n", benchreport.Verdict(calaf.peakRSS > 0 && calaf.peakRSS <= 150<<20), strings.TrimPrefix(rss(calaf.peakRSS), "peak RSS "))
 	if len(smaller) > 2 {
