@@ -37,6 +37,19 @@ type template struct {
 	provided map[string]ard.Value
 }
 
+// compiledBefore tells whether a package was compiled before (or has a template), and
+// records that it is now. A template is made only for a package compiled again: one
+// deployed once, as most are where every Service has a package of its own, costs one
+// compile, not a probe of three.
+func (c *Compiler) compiledBefore(digest string) bool {
+	if _, ok := c.templates.Get(digest); ok {
+		return true
+	}
+	_, again := c.compiledOnce.Get(digest)
+	c.compiledOnce.Put(digest, struct{}{})
+	return again
+}
+
 // templateFor returns the template of a package, compiling and probing it on first use;
 // nil when the package's inputs cannot be bound.
 func (c *Compiler) templateFor(ctx contextpkg.Context, pkg *Package) *template {

@@ -76,6 +76,9 @@ type Compiler struct {
 	lock      sync.Mutex
 	cache     *lru.Cache[*Compiled]
 	templates *lru.Cache[*template]
+	// compiledOnce holds the digests of packages compiled once: a template is made for
+	// a package only when it is compiled again with other inputs.
+	compiledOnce *lru.Cache[struct{}]
 }
 
 // CompileFunc compiles a package with inputs and options into a new Clout; problems of
@@ -84,7 +87,8 @@ type CompileFunc func(ctx contextpkg.Context, pkg *Package, inputs map[string]an
 
 // NewCompiler returns a compiler keeping up to cacheSize compiled packages.
 func NewCompiler(cacheSize int) *Compiler {
-	return &Compiler{cache: lru.New[*Compiled](cacheSize), templates: lru.New[*template](max(cacheSize/8, 8))}
+	templates := max(cacheSize/8, 8)
+	return &Compiler{cache: lru.New[*Compiled](cacheSize), templates: lru.New[*template](templates), compiledOnce: lru.New[struct{}](templates * 8)}
 }
 
 // CacheKey identifies a compile: the package digest and the inputs.
@@ -168,7 +172,7 @@ func (c *Compiler) CompileWith(ctx contextpkg.Context, pkg *Package, inputs map[
 	if compiled, ok := c.cache.Get(key); ok {
 		return compiled.withPackage(pkg), nil
 	}
-	if c.Binding && len(inputs) > 0 && opts.IsZero() {
+	if again := c.compiledBefore(pkg.Digest); again && c.Binding && len(inputs) > 0 && opts.IsZero() {
 		if t := c.templateFor(ctx, pkg); t != nil {
 			if clout, ok := t.bind(inputs); ok {
 				if c.OnBind != nil {
