@@ -26,6 +26,30 @@ type health struct {
 	reason string
 	// waiting are "Kind/name: message" of the objects not current yet.
 	waiting []string
+	// unobserved counts those of them whose controller has not observed their latest
+	// generation yet: nothing can be said of them but that it is about to look.
+	unobserved int
+}
+
+// awaitsObservation tells whether every object is current but those whose controller
+// has not looked at them yet.
+func (h health) awaitsObservation() bool {
+	return h.failed == "" && len(h.waiting) > 0 && h.unobserved == len(h.waiting)
+}
+
+// unobservedGeneration tells whether an object's controller has not looked at its latest
+// generation yet: its status.observedGeneration is below its generation, or absent on a
+// kind whose controller always sets it.
+func unobservedGeneration(obj *unstructured.Unstructured) bool {
+	generation := obj.GetGeneration()
+	observed, found, err := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	switch {
+	case err != nil || generation == 0:
+		return false
+	case found:
+		return observed < generation
+	}
+	return obj.GroupVersionKind().Group == "apps" && workloadKinds[obj.GetKind()]
 }
 
 // current tells whether every object is current.
@@ -63,6 +87,9 @@ func (r *ServiceReconciler) check(ctx context.Context, a *access, h *health, svc
 	message := result.Message
 	if message == "" {
 		message = string(result.Status)
+	}
+	if unobservedGeneration(obj) {
+		h.unobserved++
 	}
 	h.waiting = append(h.waiting, ref+": "+message)
 }

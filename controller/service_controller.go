@@ -71,6 +71,10 @@ type ServiceReconciler struct {
 	// ProgressInterval is how often a Service whose objects are not healthy yet is checked
 	// besides the events of its objects.
 	ProgressInterval time.Duration
+	// SettleDelay bounds how long the status patch of a reconcile that applied objects
+	// whose controllers have not looked at them yet is held, so that one patch says
+	// Applied and Ready (2 s when zero).
+	SettleDelay time.Duration
 
 	poller       *polling.StatusPoller
 	fingerprints fingerprints
@@ -79,6 +83,7 @@ type ServiceReconciler struct {
 	factsOnce    sync.Once
 	addWatch     func(schema.GroupVersionKind) error
 	states       stateKeys
+	settled      settled
 	watched      sync.Map // schema.GroupVersionKind → true
 	// teardownWarned holds the Services (by UID) told that their teardown operations
 	// cannot run, so that they are told once.

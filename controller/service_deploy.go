@@ -29,6 +29,9 @@ type deployment struct {
 	applied  map[string]bool
 	changes  []string
 	statuses []v1alpha1.NodeStatus
+	// unobserved: some nodes that were applied wait only for their controllers to
+	// observe them; all others are ready.
+	unobserved, others bool
 }
 
 // reconcileDeploy applies the nodes in dependency order, in waves: the consecutive nodes
@@ -49,10 +52,18 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error
 		for j, node := range nodes[i : i+wave] {
 			st := s.nodeStatus(node)
 			if applies != nil {
-				setNodePhase(st, r.deployNode(ctx, s, d, node, st, applies[j]), s.Redact)
-				if st.Phase == v1alpha1.NodeReady {
+				outcome := r.deployNode(ctx, s, d, node, st, applies[j])
+				setNodePhase(st, outcome, s.Redact)
+				switch {
+				case st.Phase == v1alpha1.NodeReady:
 					s.Healthy[node.Name] = true
+				case outcome.awaitsObservation():
+					d.unobserved = true
+				default:
+					d.others = true
 				}
+			} else {
+				d.others = true
 			}
 			d.statuses = append(d.statuses, *st)
 		}
@@ -69,6 +80,7 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error
 		return d.failure
 	}
 	s.passed.applied = true
+	s.settling = len(d.changes) > 0 && d.unobserved && !d.others
 	return nil
 }
 

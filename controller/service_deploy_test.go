@@ -3,6 +3,8 @@ package controller
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"calaf.io/calaf/render"
 )
 
@@ -32,5 +34,35 @@ func TestWaveLength(t *testing.T) {
 				t.Errorf("waveLength = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// An object's controller has not looked at it yet when its observedGeneration is behind,
+// or absent on a workload of apps/v1, whose controller always writes it.
+func TestUnobservedGeneration(t *testing.T) {
+	object := func(apiVersion, kind string, generation int64, status map[string]any) *unstructured.Unstructured {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+		obj.SetGeneration(generation)
+		if status != nil {
+			obj.Object["status"] = status
+		}
+		return obj
+	}
+	for _, tc := range []struct {
+		name string
+		obj  *unstructured.Unstructured
+		want bool
+	}{
+		{"new Deployment", object("apps/v1", "Deployment", 1, nil), true},
+		{"Deployment behind", object("apps/v1", "Deployment", 2, map[string]any{"observedGeneration": int64(1)}), true},
+		{"Deployment observed", object("apps/v1", "Deployment", 2, map[string]any{"observedGeneration": int64(2)}), false},
+		{"new StatefulSet", object("apps/v1", "StatefulSet", 1, map[string]any{}), true},
+		{"Job: no observedGeneration to wait for", object("batch/v1", "Job", 1, nil), false},
+		{"ConfigMap: no generation", object("v1", "ConfigMap", 0, nil), false},
+		{"custom resource behind", object("example.com/v1", "Thing", 3, map[string]any{"observedGeneration": int64(2)}), true},
+	} {
+		if got := unobservedGeneration(tc.obj); got != tc.want {
+			t.Errorf("%s: unobservedGeneration = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -62,6 +63,9 @@ type scope struct {
 	passed passed
 	// stateDone receives the outcome of the state Secret's write (saveState).
 	stateDone chan error
+	// settling: this reconcile applied changes, and all that is not ready waits only for
+	// the controllers of its objects to observe them (reconcileDeploy).
+	settling bool
 }
 
 // newScope returns an empty scope for one reconcile of svc.
@@ -91,6 +95,7 @@ type phase func(ctx context.Context, s *scope) error
 // touched before the new revision is known good.
 func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service) (ctrl.Result, error) {
 	s := newScope(ctx, svc)
+	started := svc.Status.DeepCopy()
 	s.fresh = svc.Status.LastAttemptedRevision == ""
 	if svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != "" {
 		svc.Status.LastHandledReconcileAt = svc.Annotations[v1alpha1.ReconcileRequestAnnotation]
@@ -105,7 +110,37 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 	if saveErr := s.stateSaved(); saveErr != nil && err == nil {
 		err = newPhaseError(v1alpha1.ConditionCompiled, v1alpha1.ReasonInternalError, retry, saveErr)
 	}
-	return r.finish(s, err)
+	result, err := r.finish(s, err)
+	if err == nil && s.settling && r.settled.hold(svc) {
+		// The controllers' first look follows in moments, with an event that reconciles
+		// the Service again: one status patch says Applied and Ready together, not
+		// Progressing first. Once per generation; checked again after the settle delay at
+		// the latest.
+		svc.Status = *started
+		return ctrl.Result{RequeueAfter: r.settleDelay()}, nil
+	}
+	return result, err
+}
+
+// settleDelay bounds how long a Service's status waits for its objects' controllers to
+// observe them (a held status patch, settled): SettleDelay, 2 s by default.
+func (r *ServiceReconciler) settleDelay() time.Duration {
+	if r.SettleDelay > 0 {
+		return r.SettleDelay
+	}
+	return 2 * time.Second
+}
+
+// settled remembers, per Service, the generation whose status patch was held, so that
+// it is held once.
+type settled struct {
+	sync.Map // service UID → generation
+}
+
+// hold tells whether a Service's status patch may be held now, and records that it was.
+func (h *settled) hold(svc *v1alpha1.Service) bool {
+	previous, loaded := h.Swap(string(svc.UID), svc.Generation)
+	return !loaded || previous.(int64) != svc.Generation
 }
 
 // saveState writes the compiled package into the Service's state Secret while the

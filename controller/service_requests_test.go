@@ -14,17 +14,20 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 )
 
-// What a new Service costs the API server, from its creation until it is Ready and a
-// reconcile requested after that was handled, when its objects are healthy as soon as
-// they exist (the layered package: four objects in four dependency stages): one apply
-// per object, all in one reconcile; one status patch to Ready and one for the handled
-// request; no state Secret (its inputs are bound onto the package's compile, which a
-// restarted operator makes again with one compile of the package); no read: the
-// take-over check is the apply's own (create-only, as nothing is recorded or cached),
-// and the cache or an apply's answer holds the rest; the requested reconcile, a no-op,
-// sends nothing but its status patch.
+// What a new Service of a package the operator compiled before costs the API server,
+// from its creation until it is Ready and a reconcile requested after that was handled,
+// when its objects are healthy as soon as they exist (the layered package: four objects
+// in four dependency stages): one apply per object, all in one reconcile; one status
+// patch to Ready and one for the handled request; no state Secret (its inputs are bound
+// onto the package's compile, which a restarted operator makes again with one compile of
+// the package; the first Service of a package writes one, TestStateKeptUnlessBound); no
+// read: the take-over check is the apply's own (create-only, as nothing is recorded or
+// cached), and the cache or an apply's answer holds the rest; the requested reconcile, a
+// no-op, sends nothing but its status patch.
 func TestNewServiceRequests(t *testing.T) {
 	g := NewWithT(t)
+	first := newNamespace(t) // the operator compiled the package before (for the first Service of it)
+	waitReady(t, createService(t, first, "first", upload(t, first, "first", layeredPackage()), nil))
 	ns := newNamespace(t)
 	src := upload(t, ns, "demo", layeredPackage())
 	svc := &v1alpha1.Service{
@@ -58,15 +61,16 @@ func TestNewServiceRequests(t *testing.T) {
 	}))
 }
 
-// The compiled package is kept in the Service's state Secret only when a restarted
-// operator would have to compile it again for this Service alone: a Service without
-// inputs has one; a Service whose inputs are bound onto the package's compile has none.
+// The compiled package is kept in the Service's state Secret only when it was compiled
+// in full: the first Service of a package has one; a later Service whose inputs are
+// bound onto the package's compile has none (one compile of the package binds them again
+// after a restart).
 func TestStateKeptUnlessBound(t *testing.T) {
 	g := NewWithT(t)
 	ns, other := newNamespace(t), newNamespace(t) // the package's Service "front" is one per namespace
 	plain := createService(t, ns, "plain", upload(t, ns, "plain", layeredPackage()), nil)
-	bound := createService(t, other, "bound", upload(t, other, "bound", layeredPackage()), map[string]string{"greeting": `"hi"`})
 	waitReady(t, plain)
+	bound := createService(t, other, "bound", upload(t, other, "bound", layeredPackage()), map[string]string{"greeting": `"hi"`})
 	waitReady(t, bound)
 	var state corev1.Secret
 	g.Expect(env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "plain" + v1alpha1.StateSecretSuffix}, &state)).To(Succeed())

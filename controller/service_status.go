@@ -43,6 +43,12 @@ type nodeOutcome struct {
 	operations *orchestration.Result
 }
 
+// awaitsObservation tells whether a node that was applied waits only for the
+// controllers of its objects to look at them (no failure, no operation under way).
+func (o nodeOutcome) awaitsObservation() bool {
+	return o.blockedBy == "" && o.failure == nil && o.health != nil && o.health.awaitsObservation() && o.operations == nil
+}
+
 // setNodePhase sets a node's phase, message, reason and what it waits for from its
 // outcome.
 func setNodePhase(st *v1alpha1.NodeStatus, o nodeOutcome, redact *redactor) {

@@ -61,6 +61,9 @@ func startOperator(count bool) error {
 	if err != nil {
 		return err
 	}
+	// No controller looks at workloads here: a held status patch waits longer than the
+	// default, so that a test can play the controller in time (service_settle_test.go).
+	reconciler.SettleDelay = 10 * time.Second
 	if count {
 		countCompiles := reconciler.Compiler.OnCompile
 		reconciler.Compiler.OnCompile = func(d time.Duration, err error) {

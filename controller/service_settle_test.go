@@ -1,0 +1,80 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"calaf.io/calaf/api/v1alpha1"
+)
+
+// settleTemplate has a Deployment (scaled to zero) beside a ConfigMap: on the API-server
+// test ground no controller looks at the Deployment, so the test plays its controller.
+const settleTemplate = `tosca_definitions_version: tosca_simple_yaml_1_3
+` + profileImport + `
+topology_template:
+  node_templates:
+    config:
+      type: calaf.nodes.ConfigMap
+      properties:
+        data:
+          mode: settled
+    app:
+      type: calaf.nodes.Deployment
+      properties:
+        image: busybox:1.36
+        replicas: 0
+      requirements:
+      - dependency: config
+`
+
+// A new Service whose Deployment only waits for its controller's first look sends one
+// status patch on its way to Ready, not Progressing then Ready: the patch is held until
+// the controller's status update reconciles the Service again. A Deployment no controller
+// looks at gets its Progressing status once the settle delay (suite: 10 s) is over.
+func TestStatusPatchedOnceWhenControllersLookSoon(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	key := createService(t, ns, "quick", upload(t, ns, "quick", map[string]string{"service.yaml": settleTemplate}), nil)
+	deployment := &appsv1.Deployment{}
+	g.Eventually(func() error {
+		return env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "quick-app"}, deployment)
+	}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
+	g.Expect(condition(getService(g, key), v1alpha1.ConditionApplied)).To(BeNil(), "the status patch is held")
+
+	observe(g, deployment)
+	svc := waitReady(t, key)
+	g.Expect(condition(svc, v1alpha1.ConditionApplied).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(svc.Status.Inventory).To(HaveLen(2))
+	g.Expect(requestsIn(ns)).To(HaveKeyWithValue("PATCH services/status quick", 1))
+
+	slow := createService(t, ns, "slow", upload(t, ns, "slow", map[string]string{"service.yaml": settleTemplate}), nil)
+	g.Eventually(func(g Gomega) {
+		svc := getService(g, slow)
+		g.Expect(condition(svc, v1alpha1.ConditionApplied)).NotTo(BeNil())
+		g.Expect(condition(svc, v1alpha1.ConditionApplied).Status).To(Equal(metav1.ConditionTrue))
+		ready := condition(svc, v1alpha1.ConditionReady)
+		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonProgressing))
+		g.Expect(ready.Message).To(ContainSubstring("Deployment/slow-app"))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+}
+
+// observe writes what a Deployment's controller writes once it looked at a Deployment
+// scaled to zero: it is current.
+func observe(g Gomega, deployment *appsv1.Deployment) {
+	deployment.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: deployment.Generation,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+		},
+	}
+	g.Expect(env.client.Status().Update(context.Background(), deployment)).To(Succeed())
+}
