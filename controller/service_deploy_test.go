@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/render"
 )
 
@@ -64,5 +65,26 @@ func TestUnobservedGeneration(t *testing.T) {
 		if got := unobservedGeneration(tc.obj); got != tc.want {
 			t.Errorf("%s: unobservedGeneration = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A Service's status patch is held once per generation, and a Service whose patch was
+// held is known as reconciled before (not fresh: its state may be read).
+func TestSettledHoldsOncePerGeneration(t *testing.T) {
+	var h settled
+	svc := &v1alpha1.Service{}
+	svc.UID, svc.Generation = "uid-1", 1
+	if h.held(svc) {
+		t.Fatal("held before any hold")
+	}
+	if !h.hold(svc) || !h.held(svc) {
+		t.Fatal("the first hold of generation 1 was refused")
+	}
+	if h.hold(svc) {
+		t.Error("held twice in generation 1")
+	}
+	svc.Generation = 2
+	if !h.hold(svc) {
+		t.Error("the first hold of generation 2 was refused")
 	}
 }

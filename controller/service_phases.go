@@ -96,7 +96,7 @@ type phase func(ctx context.Context, s *scope) error
 func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service) (ctrl.Result, error) {
 	s := newScope(ctx, svc)
 	started := svc.Status.DeepCopy()
-	s.fresh = svc.Status.LastAttemptedRevision == ""
+	s.fresh = svc.Status.LastAttemptedRevision == "" && !r.settled.held(svc)
 	if svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != "" {
 		svc.Status.LastHandledReconcileAt = svc.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	}
@@ -135,6 +135,13 @@ func (r *ServiceReconciler) settleDelay() time.Duration {
 // it is held once.
 type settled struct {
 	sync.Map // service UID → generation
+}
+
+// held tells whether a Service's status patch was held (its status does not say yet what
+// the reconcile did: its package was fetched and compiled, its state written).
+func (h *settled) held(svc *v1alpha1.Service) bool {
+	_, ok := h.Load(string(svc.UID))
+	return ok
 }
 
 // hold tells whether a Service's status patch may be held now, and records that it was.

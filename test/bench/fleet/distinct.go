@@ -167,7 +167,7 @@ func writeDistinctReport(path string, s settings, runs []result) error {
 	writeRunTable(&b, "raw Puccini", runs)
 	calaf := runs[1]
 	fmt.Fprintf(&b, "Time to all applied, operator ÷ raw Puccini: %.2f×. Compiles per Service: %.2f, %.2f of them failed; raw Puccini compiles each package once. "+
-		"A package digest the operator has not seen costs it up to three compiles when its inputs can be bound (tosca/bind.go, the probe: without inputs — which fails on a required input such as `app` —, with placeholders, with sentinel values), after which each Service's inputs are bound, not compiled.\n\n",
+		"A package the operator has not compiled before costs it one compile; only a package compiled again with other inputs gets a template (tosca/bind.go, three more compiles: without inputs — which fails on a required input such as `app` —, with placeholders, with sentinel values), after which each Service's inputs are bound, not compiled.\n\n",
 		calaf.applied.Seconds()/runs[0].applied.Seconds(), float64(calaf.compiles)/float64(s.n), float64(calaf.failedCompiles)/float64(s.n))
 	writeRequests(&b, s.n, runs[1:])
 	b.WriteString(memoryNote)
