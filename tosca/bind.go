@@ -56,9 +56,15 @@ func (c *Compiler) templateFor(ctx contextpkg.Context, pkg *Package) *template {
 	if t, ok := c.templates.Get(pkg.Digest); ok {
 		return t
 	}
-	t := c.probe(ctx, pkg)
-	c.templates.Put(pkg.Digest, t)
-	return t
+	t, _, _ := c.flight.Do("template "+pkg.Digest, func() (any, error) {
+		if t, ok := c.templates.Get(pkg.Digest); ok {
+			return t, nil
+		}
+		t := c.probe(ctx, pkg)
+		c.templates.Put(pkg.Digest, t)
+		return t, nil
+	})
+	return t.(*template)
 }
 
 func (c *Compiler) probe(ctx contextpkg.Context, pkg *Package) *template {

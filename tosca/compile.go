@@ -22,6 +22,7 @@ import (
 	"github.com/tliron/puccini/clout/js"
 	"github.com/tliron/puccini/normal"
 	"github.com/tliron/puccini/tosca/parser"
+	"golang.org/x/sync/singleflight"
 
 	"calaf.io/calaf/internal/lru"
 	"calaf.io/calaf/profiles"
@@ -73,7 +74,8 @@ type Compiler struct {
 	// ends that process and not this one (package worker). Nil compiles in this process.
 	Run CompileFunc
 
-	lock      sync.Mutex
+	// flight runs one compile per compile key, and one template probe per package.
+	flight    singleflight.Group
 	cache     *lru.Cache[*Compiled]
 	templates *lru.Cache[*template]
 	// compiledOnce holds the digests of packages compiled once: a template is made for
@@ -167,11 +169,23 @@ func (c *Compiler) CompileWith(ctx contextpkg.Context, pkg *Package, inputs map[
 	if compiled, ok := c.cache.Get(key); ok {
 		return compiled.withPackage(pkg), nil
 	}
-	c.lock.Lock()
-	defer c.lock.Unlock()
-	if compiled, ok := c.cache.Get(key); ok {
-		return compiled.withPackage(pkg), nil
+	// One compile per key at a time; compiles of other keys go on beside it (in the
+	// worker processes, or one parse at a time in this one: pucciniLock).
+	compiled, err, _ := c.flight.Do(key, func() (any, error) {
+		if compiled, ok := c.cache.Get(key); ok {
+			return compiled, nil
+		}
+		return c.compileOrBind(ctx, key, pkg, inputs, opts)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return compiled.(*Compiled).withPackage(pkg), nil
+}
+
+// compileOrBind binds the inputs onto the package's template when it has one (made for a
+// package compiled before), else compiles; it caches the result.
+func (c *Compiler) compileOrBind(ctx contextpkg.Context, key string, pkg *Package, inputs map[string]any, opts CompileOptions) (*Compiled, error) {
 	if again := c.compiledBefore(pkg.Digest); again && c.Binding && len(inputs) > 0 && opts.IsZero() {
 		if t := c.templateFor(ctx, pkg); t != nil {
 			if clout, ok := t.bind(inputs); ok {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	cloutpkg "github.com/tliron/puccini/clout"
 )
 
 // TestConcurrentCompiles compiles the examples from several goroutines at once, through
@@ -76,5 +79,44 @@ func TestConcurrentCompiles(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// Compiles of different keys run at once (in worker processes they need not wait for one
+// another); concurrent compiles of one key run once.
+func TestCompilesOfOtherKeysOverlap(t *testing.T) {
+	pkg, err := Open("../examples/hello-world", DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCompiler(16)
+	started := make(chan struct{}, 4)
+	release := make(chan struct{})
+	var runs atomic.Int32
+	c.Run = func(ctx context.Context, pkg *Package, inputs map[string]any, opts CompileOptions) (*cloutpkg.Clout, error) {
+		runs.Add(1)
+		started <- struct{}{}
+		<-release
+		return c.CompileClout(ctx, pkg, inputs, opts)
+	}
+	var wg sync.WaitGroup
+	for _, inputs := range []map[string]any{{"replicas": 1}, {"replicas": 2}, {"replicas": 2}} {
+		wg.Go(func() {
+			if _, err := c.Compile(context.Background(), pkg, inputs); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for range 2 {
+		select {
+		case <-started:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the compiles of two keys did not run at once")
+		}
+	}
+	close(release)
+	wg.Wait()
+	if n := runs.Load(); n != 2 {
+		t.Errorf("%d compiles for 2 keys", n)
 	}
 }
