@@ -208,7 +208,7 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		}
 		return ctrl.Result{}, nil
 	}
-	return r.reconcile(ctx, svc)
+	return r.reconcile(ctx, svc, &before.Status)
 }
 
 // patchStatus writes the status when it changed (never on a no-op) and records an event

@@ -91,11 +91,11 @@ func (s *scope) requeue(d time.Duration) {
 type phase func(ctx context.Context, s *scope) error
 
 // reconcile runs the phases in order until one fails, then sets the conditions from what
-// they achieved and decides the requeue (service_status.go). Nothing already running is
+// they achieved and decides the requeue (service_status.go); a held status goes back to
+// started, the status the reconcile began with. Nothing already running is
 // touched before the new revision is known good.
-func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service) (ctrl.Result, error) {
+func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service, started *v1alpha1.ServiceStatus) (ctrl.Result, error) {
 	s := newScope(ctx, svc)
-	started := svc.Status.DeepCopy()
 	s.fresh = svc.Status.LastAttemptedRevision == "" && !r.settled.held(svc)
 	if svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != "" {
 		svc.Status.LastHandledReconcileAt = svc.Annotations[v1alpha1.ReconcileRequestAnnotation]
@@ -116,7 +116,7 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 		// the Service again: one status patch says Applied and Ready together, not
 		// Progressing first. Once per generation; checked again after the settle delay at
 		// the latest.
-		svc.Status = *started
+		svc.Status = *started.DeepCopy()
 		return ctrl.Result{RequeueAfter: r.settleDelay()}, nil
 	}
 	return result, err
