@@ -106,6 +106,9 @@ func TestOccurrencesQueue(t *testing.T) {
 		g.Expect(ready.Reason).To(Equal(v1alpha1.OccurrenceQueued))
 		g.Expect(ready.Message).To(ContainSubstring("queued: waiting for " + first.Name + " (SCALE, PROCESSING)"))
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	// PROCESSING is recorded before the first one's apply lands: wait for its replicas,
+	// then check that the queued one adds nothing.
+	g.Eventually(func(g Gomega) int32 { return replicas(g, ns, "core-smf") }, 30*time.Second, 100*time.Millisecond).Should(BeEquivalentTo(4), "the first one acted")
 	g.Consistently(func(g Gomega) int32 { return replicas(g, ns, "core-smf") }, 2*time.Second).Should(BeEquivalentTo(4), "only the first one acted")
 
 	w.hold("core-smf", false)
