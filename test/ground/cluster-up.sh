@@ -7,7 +7,8 @@
 # On a failure it prints the tail of the failing component's log and stops everything again
 # (CALAF_KEEP_FAILED=1 keeps the broken cluster for inspection; cluster-down.sh removes it).
 # CALAF_KCM_QPS and CALAF_KCM_BURST set kube-controller-manager's --kube-api-qps and --kube-api-burst
-# (default 20 and 30, its own defaults).
+# (default 20 and 30, its own defaults). CALAF_APISERVER_PROFILING=true serves the API server's
+# /debug/pprof (for attributing its CPU in a bench; off by default).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 COMPONENTS="containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet provisioner"
@@ -233,7 +234,7 @@ start kube-apiserver kube-apiserver --etcd-servers http://127.0.0.1:2379 \
   --kubelet-certificate-authority "$PKI/ca.crt" --kubelet-preferred-address-types InternalIP,Hostname \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
-  --service-cluster-ip-range "$SERVICE_CIDR" --profiling=false
+  --service-cluster-ip-range "$SERVICE_CIDR" --profiling="${CALAF_APISERVER_PROFILING:-false}"
 
 # Images go into containerd while the API server starts.
 wait_for containerd 30 "containerd socket" ctr --address "$CONTAINERD_SOCK" version
