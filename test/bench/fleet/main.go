@@ -245,6 +245,9 @@ func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := clearNamespace(ctx, b.c, namespace); err != nil {
+			return nil, err
+		}
 		results = append(results, r)
 	}
 	for j, limit := range b.memoryLimits {

@@ -34,9 +34,19 @@ type fleet struct {
 	shards int
 }
 
-// operatorRun starts the operator processes of f on its namespace, each through a
-// counting proxy of its own, creates the n Services there and waits until all are Ready.
+// operatorRun measures the operator processes of f (measureOperator), then clears f's
+// namespace.
 func (b *bench) operatorRun(ctx context.Context, f fleet) (result, error) {
+	res, err := b.measureOperator(ctx, f)
+	if err != nil {
+		return result{}, err
+	}
+	return res, clearNamespace(ctx, b.c, f.namespace)
+}
+
+// measureOperator starts the operator processes of f on its namespace, each through a
+// counting proxy of its own, creates the n Services there and waits until all are Ready.
+func (b *bench) measureOperator(ctx context.Context, f fleet) (result, error) {
 	if err := createNamespace(ctx, b.c, f.namespace); err != nil {
 		return result{}, err
 	}

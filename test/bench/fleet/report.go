@@ -161,6 +161,8 @@ const memoryNote = "*Peak RSS per process*: each operator process's high-water m
 
 func setup(s settings) string {
 	return "Each Service is the shape of Flux's kustomize-controller benchmark: a Deployment scaled to zero, a ServiceAccount, a Service and a ConfigMap (test/bench/fleet/package), with its own inputs, all Services of one package. " +
+		"The bench creates the Services as `calaf deploy` does, carrying the operator's finalizer: a Service created without it (by a GitOps tool, say) costs one write more, the operator's finalizer patch on its first reconcile. " +
+		"Every run's namespace is deleted, and its deletion waited for, before the next run starts (test/bench/fleet clearNamespace), so that no run pays for an earlier one's objects: the API server's ClusterIP allocator reads every allocated address for each Service it creates, so its cost per Service grows with the Services the cluster holds. " +
 		"*Applied* runs from the first Service created until every Service reports `Applied` (the operator fetched, compiled, rendered and applied every object); for the baselines, until the last apply request of the same rendered objects was answered. " +
 		"*Ready* (all Services Ready; for the baselines, all Deployments Current) is the cluster's figure more than Calaf's: kube-controller-manager must write each Deployment's status first; the test ground runs it with `--kube-api-qps " + os.Getenv("CALAF_KCM_QPS") + "` (default 20) so that it is not the only thing measured. " +
 		fmt.Sprintf("The baselines send one server-side apply request per object, through a client allowing 200 requests per second (burst 400); the operator runs with `--kube-api-qps %g --kube-api-burst %d` (its defaults are 100 and 300) and `--concurrency %d`, and watches a namespace of its own. ", s.operatorQPS, int(2*s.operatorQPS), s.workers) +
@@ -201,9 +203,10 @@ func writeTargets(b *strings.Builder, s settings, runs, smaller []result) {
 	fmt.Fprintf(b, "- no GET a cache or the apply response could answer — %s (%.2f GETs per Service, %.2f of them 404).\n", benchreport.Verdict(c["GET"]+c["GET 404"] < 0.05), c["GET"]+c["GET 404"], c["GET 404"])
 	fmt.Fprintf(b, "- peak RSS ≤ 150 MiB without a memory limit — %s (%s).\n", benchreport.Verdict(calaf.peakRSS > 0 && calaf.peakRSS <= 150<<20), strings.TrimPrefix(rss(calaf.peakRSS), "peak RSS "))
 	if len(smaller) > 2 {
-		growth := calaf.applied.Seconds() / smaller[2].applied.Seconds()
+		// Linear, with the slack issue 17 gives it: 3.6× from 300 to 1,000.
+		growth, bound := calaf.applied.Seconds()/smaller[2].applied.Seconds(), 1.08*float64(s.n)/float64(s.smaller)
 		fmt.Fprintf(b, "- %d → %d Services grows at most linearly (≤ %.1f×) — %s (time to applied %.2f×; the 4-worker baseline %.2f×, the sequential one %.2f×).\n",
-			s.smaller, s.n, float64(s.n)/float64(s.smaller), benchreport.Verdict(growth <= float64(s.n)/float64(s.smaller)), growth,
+			s.smaller, s.n, bound, benchreport.Verdict(growth <= bound), growth,
 			conc.applied.Seconds()/smaller[1].applied.Seconds(), runs[0].applied.Seconds()/smaller[0].applied.Seconds())
 	}
 	fmt.Fprintf(b, "\nPeak RSS at its peak: %s.\n", calaf.rssSplit)
