@@ -385,10 +385,13 @@ func statusAttributes(svc *v1alpha1.Service) map[string]map[string]any {
 	return attributes
 }
 
-// reconcileOutputs re-evaluates the outputs with the attributes observed this time.
+// reconcileOutputs re-evaluates the outputs with the attributes observed this time: a
+// render again, unless the template has no outputs or the attributes are those it was
+// rendered with.
 func (r *ServiceReconciler) reconcileOutputs(ctx context.Context, s *scope) error {
 	result := s.Result
-	if len(s.Attributes) > 0 && !sameAttributes(s.Attributes, s.renderedWith) {
+	hasOutputs := len(result.Outputs)+len(result.OutputErrors) > 0
+	if hasOutputs && len(s.Attributes) > 0 && !sameAttributes(s.Attributes, s.renderedWith) {
 		if rendered, ok := r.Renderer.Cached(s.compileKey, r.renderOptions(s, s.Attributes)); ok {
 			result = rendered
 		} else if r.ensureCompiled(ctx, s) == nil {
