@@ -5,6 +5,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +80,7 @@ func FuzzOpenArchive(f *testing.F) {
 			pkg.Close()
 		}
 		if left, _ := os.ReadDir(tmp); len(left) > 0 {
-			t.Fatalf("left %s behind", filepath.Join(tmp, left[0].Name()))
+			t.Fatalf("left %s behind, holding %v (input %q)", filepath.Join(tmp, left[0].Name()), leftovers(filepath.Join(tmp, left[0].Name())), data)
 		}
 	})
 }
@@ -174,4 +175,18 @@ func singleEntryMap(value any, at string) string {
 		}
 	}
 	return ""
+}
+
+// leftovers lists up to 10 paths under dir, for a diagnostic of what an archive left
+// behind.
+func leftovers(dir string) []string {
+	var paths []string
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && path != dir && len(paths) < 10 {
+			rel, _ := filepath.Rel(dir, path)
+			paths = append(paths, rel)
+		}
+		return nil
+	})
+	return paths
 }
