@@ -181,8 +181,13 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := svc.DeepCopy()
+	r.settled.restore(svc)
 	defer func() {
-		if err := r.patchStatus(ctx, before, svc); err != nil && retErr == nil {
+		written, err := r.patchStatus(ctx, before, svc)
+		if written || err != nil {
+			r.settled.remember(svc)
+		}
+		if err != nil && retErr == nil {
 			retErr = err
 		}
 		r.Metrics.observeReconcile(time.Since(start), retErr)
@@ -212,17 +217,17 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 }
 
 // patchStatus writes the status when it changed (never on a no-op) and records an event
-// for every transition of Ready.
-func (r *ServiceReconciler) patchStatus(ctx context.Context, before, svc *v1alpha1.Service) error {
+// for every transition of Ready; written: a patch was sent and taken.
+func (r *ServiceReconciler) patchStatus(ctx context.Context, before, svc *v1alpha1.Service) (written bool, err error) {
 	if svc.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(svc, v1alpha1.ServiceFinalizer) {
-		return nil
+		return false, nil
 	}
 	if apiequality.Semantic.DeepEqual(before.Status, svc.Status) {
-		return nil
+		return false, nil
 	}
 	r.recordTransition(before, svc)
-	err := r.Status().Patch(ctx, svc, client.MergeFrom(before))
-	return client.IgnoreNotFound(err)
+	err = r.Status().Patch(ctx, svc, client.MergeFrom(before))
+	return err == nil, client.IgnoreNotFound(err)
 }
 
 // recordTransition emits an event when Ready changes status, reason or message; into

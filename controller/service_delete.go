@@ -58,7 +58,7 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 	}
 	r.fingerprints.forget(string(svc.UID) + "/")
 	r.teardownWarned.Delete(svc.UID)
-	r.settled.Delete(string(svc.UID))
+	r.settled.forget(svc)
 	patch := client.MergeFrom(svc.DeepCopy())
 	controllerutil.RemoveFinalizer(svc, v1alpha1.ServiceFinalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, svc, patch))

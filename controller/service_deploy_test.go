@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -77,14 +78,65 @@ func TestSettledHoldsOncePerGeneration(t *testing.T) {
 	if h.held(svc) {
 		t.Fatal("held before any hold")
 	}
-	if !h.hold(svc) || !h.held(svc) {
+	if !h.hold(svc, nil) || !h.held(svc) {
 		t.Fatal("the first hold of generation 1 was refused")
 	}
-	if h.hold(svc) {
+	if h.hold(svc, nil) {
 		t.Error("held twice in generation 1")
 	}
 	svc.Generation = 2
-	if !h.hold(svc) {
+	if !h.hold(svc, nil) {
 		t.Error("the first hold of generation 2 was refused")
+	}
+}
+
+// What a held status patch did not write comes back into every status the next
+// reconciles start from, until one says it (the cache caught up with the patch that
+// wrote it); after a patch, what it wrote is what is remembered.
+func TestSettledRestoresTheHeldInventory(t *testing.T) {
+	var h settled
+	entry := func(id string) v1alpha1.InventoryEntry { return v1alpha1.InventoryEntry{ID: id, Version: "v1"} }
+	ids := func(svc *v1alpha1.Service) (out []string) {
+		for _, e := range svc.Status.Inventory {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	read := func(inventory ...string) *v1alpha1.Service {
+		svc := &v1alpha1.Service{}
+		svc.UID, svc.Generation = "uid-1", 1
+		for _, id := range inventory {
+			svc.Status.Inventory = append(svc.Status.Inventory, entry(id))
+		}
+		return svc
+	}
+	both := []string{"ns_a__ConfigMap", "ns_b_apps_Deployment"}
+	h.hold(read(), []v1alpha1.InventoryEntry{entry(both[0]), entry(both[1])})
+
+	for i := range 2 { // a stale read, twice
+		svc := read("ns_a__ConfigMap")
+		h.restore(svc)
+		if got := ids(svc); !slices.Equal(got, both) {
+			t.Fatalf("read %d: restored inventory = %v", i, got)
+		}
+	}
+	pruned := read()
+	h.restore(pruned)
+	pruned.Status.Inventory = pruned.Status.Inventory[:1] // the Deployment was pruned
+	h.remember(pruned)                                    // and the patch written
+	stale := read()
+	h.restore(stale)
+	if !slices.Equal(ids(stale), both[:1]) {
+		t.Errorf("after a patch, restored %v, want what it wrote", ids(stale))
+	}
+	h.restore(read(both[0])) // the cache caught up
+	later := read()
+	h.restore(later)
+	if len(later.Status.Inventory) != 0 {
+		t.Errorf("restored %v after a status said it all", ids(later))
+	}
+	h.forget(read())
+	if h.held(read()) {
+		t.Error("a forgotten Service is still held")
 	}
 }

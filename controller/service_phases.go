@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -111,7 +112,7 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 		err = newPhaseError(v1alpha1.ConditionCompiled, v1alpha1.ReasonInternalError, retry, saveErr)
 	}
 	result, err := r.finish(s, err)
-	if err == nil && s.settling && r.settled.hold(svc) {
+	if err == nil && s.settling && r.settled.hold(svc, svc.Status.Inventory) {
 		// The controllers' first look follows in moments, with an event that reconciles
 		// the Service again: one status patch says Applied and Ready together, not
 		// Progressing first. Once per generation; checked again after the settle delay at
@@ -132,22 +133,88 @@ func (r *ServiceReconciler) settleDelay() time.Duration {
 }
 
 // settled remembers, per Service, the generation whose status patch was held, so that
-// it is held once.
+// it is held once, and the inventory that patch would have written: until the status
+// the operator reads says it, it is the only record of what the held reconcile created.
 type settled struct {
-	sync.Map // service UID → generation
+	mu       sync.Mutex
+	services map[string]*heldPatch // by Service UID
+}
+
+// heldPatch is what a held status patch left unsaid.
+type heldPatch struct {
+	generation int64
+	// inventory is the last inventory held or written, until a status read says it.
+	inventory []v1alpha1.InventoryEntry
 }
 
 // held tells whether a Service's status patch was held (its status does not say yet what
 // the reconcile did: its package was fetched and compiled, its state written).
 func (h *settled) held(svc *v1alpha1.Service) bool {
-	_, ok := h.Load(string(svc.UID))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.services[string(svc.UID)]
 	return ok
 }
 
-// hold tells whether a Service's status patch may be held now, and records that it was.
-func (h *settled) hold(svc *v1alpha1.Service) bool {
-	previous, loaded := h.Swap(string(svc.UID), svc.Generation)
-	return !loaded || previous.(int64) != svc.Generation
+// hold tells whether a Service's status patch may be held now, and if so records that it
+// was, with the inventory the reconcile reached.
+func (h *settled) hold(svc *v1alpha1.Service, inventory []v1alpha1.InventoryEntry) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.services == nil {
+		h.services = map[string]*heldPatch{}
+	}
+	previous, ok := h.services[string(svc.UID)]
+	if ok && previous.generation == svc.Generation {
+		return false
+	}
+	h.services[string(svc.UID)] = &heldPatch{generation: svc.Generation, inventory: slices.Clone(inventory)}
+	return true
+}
+
+// restore adds to svc's status the remembered inventory entries it lacks (the objects a
+// held reconcile created, or a status read from a cache behind the last patch), so that
+// this reconcile prunes or deletes them too. Once a status says them all, they are
+// forgotten.
+func (h *settled) restore(svc *v1alpha1.Service) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	held, ok := h.services[string(svc.UID)]
+	if !ok || held.inventory == nil {
+		return
+	}
+	recorded := indexInventory(svc.Status.Inventory).known
+	var missing []v1alpha1.InventoryEntry
+	for _, entry := range held.inventory {
+		if !recorded[entry.ID] {
+			missing = append(missing, entry)
+		}
+	}
+	if len(missing) == 0 {
+		held.inventory = nil
+		return
+	}
+	svc.Status.Inventory = append(svc.Status.Inventory, missing...)
+}
+
+// remember records svc's inventory, after a status patch that wrote it or failed, while
+// entries are remembered: until a status read says them.
+func (h *settled) remember(svc *v1alpha1.Service) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if held, ok := h.services[string(svc.UID)]; ok && held.inventory != nil {
+		held.inventory = slices.Clone(svc.Status.Inventory)
+		if held.inventory == nil {
+			held.inventory = []v1alpha1.InventoryEntry{}
+		}
+	}
+}
+
+// forget drops what was remembered of a Service (deleted).
+func (h *settled) forget(svc *v1alpha1.Service) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.services, string(svc.UID))
 }
 
 // saveState writes the compiled package into the Service's state Secret while the

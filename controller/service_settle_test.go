@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,4 +78,74 @@ func observe(g Gomega, deployment *appsv1.Deployment) {
 		},
 	}
 	g.Expect(env.client.Status().Update(context.Background(), deployment)).To(Succeed())
+}
+
+// configOnlyTemplate is settleTemplate without its Deployment.
+const configOnlyTemplate = `tosca_definitions_version: tosca_simple_yaml_1_3
+` + profileImport + `
+topology_template:
+  node_templates:
+    config:
+      type: calaf.nodes.ConfigMap
+      properties:
+        data:
+          mode: settled
+`
+
+// While a Service's status patch is held, what the reconcile created is not in the
+// status yet; a change that drops one of those objects before the held patch goes out
+// still prunes it: the operator remembers what it applied, not only what the status says.
+func TestObjectsAppliedWhileStatusHeldArePruned(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	key := createService(t, ns, "held", upload(t, ns, "held", map[string]string{"service.yaml": settleTemplate}), nil)
+	g.Eventually(func() error {
+		return env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "held-app"}, &appsv1.Deployment{})
+	}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
+	g.Expect(getService(g, key).Status.Inventory).To(BeEmpty(), "the status patch is held")
+
+	smaller := upload(t, ns, "held-v2", map[string]string{"service.yaml": configOnlyTemplate})
+	updateService(t, key, func(svc *v1alpha1.Service) { svc.Spec.Source = smaller })
+	svc := waitReady(t, key)
+	g.Expect(svc.Status.Inventory).To(HaveLen(1))
+	g.Eventually(func() bool {
+		err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "held-app"}, &appsv1.Deployment{})
+		return apierrors.IsNotFound(err)
+	}, 10*time.Second, 100*time.Millisecond).Should(BeTrue(), "the Deployment the new revision dropped is pruned")
+}
+
+// A Service deleted while its status patch is held deletes what that reconcile created.
+// The Deployment is deleted in the foreground; with no garbage collector on this test
+// ground, the test removes the foreground finalizer once the deletion was asked for.
+func TestServiceDeletedWhileStatusHeldDeletesItsObjects(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	key := createService(t, ns, "gone", upload(t, ns, "gone", map[string]string{"service.yaml": settleTemplate}), nil)
+	app := client.ObjectKey{Namespace: ns, Name: "gone-app"}
+	g.Eventually(func() error { return env.client.Get(ctx, app, &appsv1.Deployment{}) }, 30*time.Second, 50*time.Millisecond).Should(Succeed())
+	svc := getService(g, key)
+	g.Expect(svc.Status.Inventory).To(BeEmpty(), "the status patch is held")
+
+	g.Expect(env.client.Delete(ctx, svc)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		deployment := &appsv1.Deployment{}
+		err := env.client.Get(ctx, app, deployment)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		cur := &v1alpha1.Service{}
+		_ = env.client.Get(ctx, key, cur)
+		t.Logf("DEBUG inventory %v conds %v", cur.Status.Inventory, cur.Status.Conditions)
+		g.Expect(deployment.DeletionTimestamp).NotTo(BeNil(), "the Deployment is being deleted")
+		deployment.Finalizers = nil
+		g.Expect(env.client.Update(ctx, deployment)).To(Succeed())
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.client.Get(ctx, key, &v1alpha1.Service{}))
+	}, 30*time.Second, 100*time.Millisecond).Should(BeTrue(), "the Service is finalized")
+	err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone-config"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "its ConfigMap is deleted: %v", err)
 }
