@@ -62,8 +62,8 @@ func FuzzOpenArchive(f *testing.F) {
 	f.Add(append(seedZip(f, "a.yaml"), seedZip(f, "b.yaml")...))
 	f.Add(seedTar(f, "./service.yaml", "./types/t.yaml"))
 	f.Add([]byte("PK\x05\x06" + strings.Repeat("\x00", 18)))
-	tmp := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
+		tmp := t.TempDir() // each input its own: what one leaves behind is not blamed on the next
 		t.Setenv("TMPDIR", tmp)
 		pkg, err := OpenArchive(data, "fuzz.csar", fuzzLimits())
 		if err != nil {
