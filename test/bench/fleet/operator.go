@@ -95,11 +95,11 @@ func (b *bench) measureOperator(ctx context.Context, f fleet) (result, error) {
 func (b *bench) operatorName(f fleet) string {
 	switch {
 	case len(f.selectors) > 1:
-		return fmt.Sprintf("calaf, %d shards (concurrency %d each)", len(f.selectors), b.workers)
+		return fmt.Sprintf("calaf, %d shards (concurrency %d each)", len(f.selectors), b.operatorConcurrency())
 	case f.memoryLimit != "":
-		return fmt.Sprintf("calaf operator (concurrency %d, --memory-limit %s)", b.workers, f.memoryLimit)
+		return fmt.Sprintf("calaf operator (concurrency %d, --memory-limit %s)", b.operatorConcurrency(), f.memoryLimit)
 	}
-	return fmt.Sprintf("calaf operator (concurrency %d, no memory limit)", b.workers)
+	return fmt.Sprintf("calaf operator (concurrency %d, no memory limit)", b.operatorConcurrency())
 }
 
 // upload stores the bench's package archives as upload ConfigMaps in namespace: the one
@@ -152,7 +152,7 @@ func (b *bench) startOperator(f fleet, selector string, i int) (*operatorProcess
 	op := &framework.Operator{
 		Binary:  b.calafBinary,
 		LogPath: filepath.Join(os.TempDir(), "calaf-fleet-operator"+suffix(i)+".log"),
-		Args: []string{"--kubeconfig=" + kubeconfig, "--concurrency=" + strconv.Itoa(b.workers), "--package-cache-dir=" + filepath.Join(dir, "packages"),
+		Args: []string{"--kubeconfig=" + kubeconfig, "--concurrency=" + strconv.Itoa(b.operatorConcurrency()), "--package-cache-dir=" + filepath.Join(dir, "packages"),
 			"--zap-log-level=error", fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", p.port), "--enable-pprof",
 			"--watch-namespace=" + f.namespace, fmt.Sprintf("--kube-api-qps=%g", b.operatorQPS), fmt.Sprintf("--kube-api-burst=%d", int(2*b.operatorQPS))},
 	}

@@ -80,7 +80,7 @@ func writeShardsReport(path string, s settings, runs []result) error {
 	fmt.Fprintf(&b, "The Services are those of `make bench-fleet` (one package, their own inputs; *applied* and *Ready* as there), labelled as deploy/sharding labels them, in both runs: Service *i* belongs to shard *i* mod %d, shard 0 (the main one) unlabelled, shard *k* labelled `%s=shard-k`, %d Services each. "+
 		"*1 operator* is one process without a selector; *%d shards* are %d processes on the same namespace with `--watch-label-selector` %s (each shard's lease is named after its selector; the bench runs without leader election). "+
 		"Every process runs `--concurrency %d --kube-api-qps %g --kube-api-burst %d` and its own %d workers, through a counting proxy of its own (the requests below are the shards' sum): %d shards together may send %d times the requests per second the one operator may.\n\n",
-		s.shards, shardLabel, s.n/s.shards, s.shards, s.shards, "`"+strings.Join(shardSelectors(s.shards), "`, `")+"`", s.workers, s.operatorQPS, int(2*s.operatorQPS), operator.DefaultOptions().Workers.Size, s.shards, s.shards)
+		s.shards, shardLabel, s.n/s.shards, s.shards, s.shards, "`"+strings.Join(shardSelectors(s.shards), "`, `")+"`", s.operatorConcurrency(), s.operatorQPS, int(2*s.operatorQPS), operator.DefaultOptions().Workers.Size, s.shards, s.shards)
 	writeRunTable(&b, "1 operator", runs)
 	one, sharded := runs[0], runs[1]
 	fmt.Fprintf(&b, "%d shards ÷ 1 operator: time to all applied %.2f×, time to all Ready %.2f×; peak RSS %s against %s.\n\n", s.shards,
