@@ -15,9 +15,8 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 )
 
-// settleTemplate has a Deployment (scaled to zero) beside a ConfigMap: on the API-server
-// test ground no controller looks at the Deployment, so the test plays its controller.
-const settleTemplate = `tosca_definitions_version: tosca_simple_yaml_1_3
+// configOnlyTemplate is a ConfigMap alone.
+const configOnlyTemplate = `tosca_definitions_version: tosca_simple_yaml_1_3
 ` + profileImport + `
 topology_template:
   node_templates:
@@ -26,7 +25,11 @@ topology_template:
       properties:
         data:
           mode: settled
-    app:
+`
+
+// settleTemplate has a Deployment (scaled to zero) beside the ConfigMap: on the API-server
+// test ground no controller looks at the Deployment, so the test plays its controller.
+const settleTemplate = configOnlyTemplate + `    app:
       type: calaf.nodes.Deployment
       properties:
         image: busybox:1.36
@@ -79,18 +82,6 @@ func observe(g Gomega, deployment *appsv1.Deployment) {
 	}
 	g.Expect(env.client.Status().Update(context.Background(), deployment)).To(Succeed())
 }
-
-// configOnlyTemplate is settleTemplate without its Deployment.
-const configOnlyTemplate = `tosca_definitions_version: tosca_simple_yaml_1_3
-` + profileImport + `
-topology_template:
-  node_templates:
-    config:
-      type: calaf.nodes.ConfigMap
-      properties:
-        data:
-          mode: settled
-`
 
 // While a Service's status patch is held, what the reconcile created is not in the
 // status yet; a change that drops one of those objects before the held patch goes out
