@@ -37,7 +37,8 @@ import (
 // operator restart resumes there.
 type Notifier struct {
 	client.Client
-	// APIReader reads the credentials Secrets (the cache holds only Calaf's objects).
+	// APIReader reads the subscriptions (where the cache may be behind) and the
+	// credentials Secrets (the cache holds only Calaf's objects).
 	APIReader client.Reader
 	Log       logr.Logger
 	// BaseBackoff and MaxBackoff bound the wait before a failed delivery is tried again
@@ -93,10 +94,11 @@ type pending struct {
 }
 
 // Reconcile delivers the subscription's pending notifications in order, and records what
-// it delivered and what failed.
+// it delivered and what failed. The subscription is read from the API server, not the
+// cache: a cache behind the last delivery's status patch would send it again.
 func (n *Notifier) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sub := &v1alpha1.LifecycleSubscription{}
-	if err := n.Get(ctx, req.NamespacedName, sub); err != nil {
+	if err := n.APIReader.Get(ctx, req.NamespacedName, sub); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := sub.DeepCopy()
