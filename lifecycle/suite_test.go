@@ -179,6 +179,18 @@ func waitState(t *testing.T, op *v1alpha1.Operation, state v1alpha1.OperationSta
 	return current
 }
 
+// waitReached waits until an occurrence went through a state (it may be past it already:
+// a step that finishes within the poll interval is not missed) and returns it.
+func waitReached(t *testing.T, op *v1alpha1.Operation, state v1alpha1.OperationState, timeout time.Duration) *v1alpha1.Operation {
+	t.Helper()
+	current := &v1alpha1.Operation{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(env.client.Get(context.Background(), client.ObjectKeyFromObject(op), current)).To(Succeed())
+		g.Expect(states(current)).To(ContainElement(state), "message: %s", current.Status.Message)
+	}, timeout, 100*time.Millisecond).Should(Succeed())
+	return current
+}
+
 // states lists the states an occurrence went through.
 func states(op *v1alpha1.Operation) []v1alpha1.OperationState {
 	var out []v1alpha1.OperationState
