@@ -27,11 +27,13 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/render"
@@ -70,6 +72,9 @@ type settings struct {
 	shards   int
 	// concurrency is the operator's --concurrency; 0: workers.
 	concurrency int
+	// operatorOnly runs no baseline: for profiling the operator, never for a report.
+	operatorOnly bool
+	report       string
 }
 
 // operatorConcurrency is the --concurrency the operator runs with.
@@ -81,6 +86,7 @@ func (s settings) operatorConcurrency() int {
 }
 
 func main() {
+	ctrllog.SetLogger(logr.Discard()) // the bench's clients log nothing worth its output
 	s, report, rawDir := parseFlags()
 	var err error
 	switch {
@@ -109,8 +115,10 @@ func parseFlags() (s settings, report, rawDir string) {
 	memoryLimit := flag.String("memory-limit", "", "also run the operator with this --memory-limit (Go's soft limit, as a container limit sets it), in a namespace of its own")
 	flag.BoolVar(&s.distinct, "distinct", false, "give every Service its own package revision, against raw Puccini compiling the same packages in a loop (a report section of its own)")
 	flag.IntVar(&s.shards, "shards", 0, "run the Services through one operator, then through this many shards (--watch-label-selector), interleaved (a report section of its own)")
+	flag.BoolVar(&s.operatorOnly, "operator-only", false, "run the operator alone, no baseline (to profile it: CALAF_APISERVER_PROFILING=true serves the API server's profile too); no report")
 	flag.StringVar(&rawDir, "raw-puccini", "", "only compile the packages of -n Services under this directory with raw Puccini in a loop, and print the loop's time and peak RSS (what -distinct runs as its baseline)")
 	flag.Parse()
+	s.report = report
 	s.memoryLimits = []string{""}
 	if *memoryLimit != "" {
 		s.memoryLimits = append(s.memoryLimits, *memoryLimit)
@@ -141,6 +149,10 @@ func (s settings) check() error {
 		return fmt.Errorf("-shards needs at least 2 shards")
 	case (s.distinct || s.shards > 0) && (s.smaller > 0 || len(s.memoryLimits) > 1):
 		return fmt.Errorf("-smaller and -memory-limit belong to the default run, not to -distinct or -shards")
+	case s.operatorOnly && (s.distinct || s.shards > 0):
+		return fmt.Errorf("-operator-only belongs to the default run, not to -distinct or -shards")
+	case s.operatorOnly && s.report != "":
+		return fmt.Errorf("-operator-only measures no baseline, so it writes no report")
 	}
 	return nil
 }
@@ -246,7 +258,7 @@ func printRound(i, n int, results []result) {
 // namespaces of their own (suffixed with the round).
 func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
 	var results []result
-	for _, workers := range []int{1, b.workers} {
+	for _, workers := range b.baselineWorkers() {
 		namespace := fmt.Sprintf("fleet-baseline%d-%d-r%d-%s", workers, n, i, runID)
 		objects, err := b.objects(ctx, n, namespace)
 		if err != nil {
@@ -269,6 +281,15 @@ func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// baselineWorkers are the workers of each baseline a round runs: sequential, then
+// concurrent; none with -operator-only.
+func (s settings) baselineWorkers() []int {
+	if s.operatorOnly {
+		return nil
+	}
+	return []int{1, s.workers}
 }
 
 // serviceName names Service i (and its app).
