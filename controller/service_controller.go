@@ -5,6 +5,7 @@ package controller
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -182,8 +183,9 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 	before := svc.DeepCopy()
 	r.settled.restore(svc)
+	var applied []string // what this reconcile changed, said with its status patch
 	defer func() {
-		written, err := r.patchStatus(ctx, before, svc)
+		written, err := r.patchStatus(ctx, before, svc, applied)
 		if written || err != nil {
 			r.settled.remember(svc)
 		}
@@ -213,43 +215,66 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		}
 		return ctrl.Result{}, nil
 	}
-	return r.reconcile(ctx, svc, &before.Status)
+	result, applied, retErr = r.reconcile(ctx, svc, &before.Status)
+	return result, retErr
 }
 
-// patchStatus writes the status when it changed (never on a no-op) and records an event
-// for every transition of Ready; written: a patch was sent and taken.
-func (r *ServiceReconciler) patchStatus(ctx context.Context, before, svc *v1alpha1.Service) (written bool, err error) {
+// patchStatus writes the status when it changed (never on a no-op) and records the events
+// of what was applied and of Ready's transitions (recordEvents); written: a patch was sent
+// and taken.
+func (r *ServiceReconciler) patchStatus(ctx context.Context, before, svc *v1alpha1.Service, applied []string) (written bool, err error) {
 	if svc.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(svc, v1alpha1.ServiceFinalizer) {
 		return false, nil
 	}
+	r.recordEvents(before, svc, applied)
 	if apiequality.Semantic.DeepEqual(before.Status, svc.Status) {
 		return false, nil
 	}
-	r.recordTransition(before, svc)
 	err = r.Status().Patch(ctx, svc, client.MergeFrom(before))
 	return err == nil, client.IgnoreNotFound(err)
 }
 
-// recordTransition emits an event when Ready changes status, reason or message; into
-// Progressing only from True (a Service that was ready no longer is): the progress of a
-// Service not ready yet is said by the Applied event of what was applied.
-func (r *ServiceReconciler) recordTransition(before, svc *v1alpha1.Service) {
+// recordEvents emits the events of a reconcile's status: an Applied event saying what the
+// applies changed (one line per object), and one when Ready changes status, reason or
+// message; into Progressing only from True (a Service that was ready no longer is): the
+// progress of a Service not ready yet is said by the Applied event. When Ready turns True
+// with changes, one event says both (Ready's message, then the changes), as Flux's one
+// event per successful reconcile does.
+func (r *ServiceReconciler) recordEvents(before, svc *v1alpha1.Service, applied []string) {
 	if r.Recorder == nil {
 		return
 	}
-	old := apimeta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionReady)
-	now := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady)
-	if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason && old.Message == now.Message) {
+	transition := readyTransition(before, svc)
+	changes := strings.Join(applied, "\n")
+	switch {
+	case transition != nil && transition.Status == metav1.ConditionTrue && changes != "":
+		r.Recorder.Eventf(svc, nil, "Normal", transition.Reason, "Reconcile", "%s", text.Truncate(transition.Message+"\n"+changes, 1024))
 		return
+	case changes != "":
+		r.Recorder.Eventf(svc, nil, "Normal", "Applied", "Apply", "%s", text.Truncate(changes, 1024))
 	}
-	if now.Reason == v1alpha1.ReasonProgressing && (old == nil || old.Status != metav1.ConditionTrue) {
+	if transition == nil {
 		return
 	}
 	eventType := "Normal"
-	if now.Status == metav1.ConditionFalse && now.Reason != v1alpha1.ReasonProgressing {
+	if transition.Status == metav1.ConditionFalse && transition.Reason != v1alpha1.ReasonProgressing {
 		eventType = "Warning"
 	}
-	r.Recorder.Eventf(svc, nil, eventType, now.Reason, "Reconcile", "%s", text.Truncate(now.Message, 1024))
+	r.Recorder.Eventf(svc, nil, eventType, transition.Reason, "Reconcile", "%s", text.Truncate(transition.Message, 1024))
+}
+
+// readyTransition returns svc's Ready condition when it is an event: it changed status,
+// reason or message since before, and is not a Service not ready yet progressing.
+func readyTransition(before, svc *v1alpha1.Service) *metav1.Condition {
+	old := apimeta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionReady)
+	now := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady)
+	if now == nil || (old != nil && old.Status == now.Status && old.Reason == now.Reason && old.Message == now.Message) {
+		return nil
+	}
+	if now.Reason == v1alpha1.ReasonProgressing && (old == nil || old.Status != metav1.ConditionTrue) {
+		return nil
+	}
+	return now
 }
 
 // durationOr returns d, or def when d is not set (a Service stored without the CRD's

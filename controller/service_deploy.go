@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/jsonvalue"
-	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/orchestration"
 	"calaf.io/calaf/render"
 )
@@ -73,9 +71,7 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error
 	svc.Status.Inventory = mergeInventory(svc.Status.Inventory, s.Result, d.applied, func(id string) string {
 		return r.fingerprints.get(string(svc.UID) + "/" + id).token()
 	})
-	if len(d.changes) > 0 && r.Recorder != nil {
-		r.Recorder.Eventf(svc, nil, "Normal", "Applied", "Apply", "%s", text.Truncate(strings.Join(d.changes, "\n"), 1024))
-	}
+	s.changes = d.changes
 	if d.failure != nil {
 		return d.failure
 	}

@@ -78,15 +78,33 @@ func TestSettledHoldsOncePerGeneration(t *testing.T) {
 	if h.held(svc) {
 		t.Fatal("held before any hold")
 	}
-	if !h.hold(svc, nil) || !h.held(svc) {
+	if !h.hold(svc, nil, nil) || !h.held(svc) {
 		t.Fatal("the first hold of generation 1 was refused")
 	}
-	if h.hold(svc, nil) {
+	if h.hold(svc, nil, nil) {
 		t.Error("held twice in generation 1")
 	}
 	svc.Generation = 2
-	if !h.hold(svc, nil) {
+	if !h.hold(svc, nil, nil) {
 		t.Error("the first hold of generation 2 was refused")
+	}
+}
+
+// What a held reconcile applied is said by the reconcile that releases its status, once,
+// before what that one applied; a Service never held says only its own.
+func TestSettledReleasesTheHeldChanges(t *testing.T) {
+	var h settled
+	svc, other := &v1alpha1.Service{}, &v1alpha1.Service{}
+	svc.UID, svc.Generation, other.UID = "uid-1", 1, "uid-2"
+	h.hold(svc, nil, []string{"ConfigMap/a created", "Deployment/a created"})
+	if got := h.release(svc, []string{"Service/a created"}); !slices.Equal(got, []string{"ConfigMap/a created", "Deployment/a created", "Service/a created"}) {
+		t.Errorf("first release = %q", got)
+	}
+	if got := h.release(svc, nil); got != nil {
+		t.Errorf("second release = %q, want nothing: said once", got)
+	}
+	if got := h.release(other, []string{"ConfigMap/b configured"}); !slices.Equal(got, []string{"ConfigMap/b configured"}) {
+		t.Errorf("release of a Service never held = %q", got)
 	}
 }
 
@@ -111,7 +129,7 @@ func TestSettledRestoresTheHeldInventory(t *testing.T) {
 		return svc
 	}
 	both := []string{"ns_a__ConfigMap", "ns_b_apps_Deployment"}
-	h.hold(read(), []v1alpha1.InventoryEntry{entry(both[0]), entry(both[1])})
+	h.hold(read(), []v1alpha1.InventoryEntry{entry(both[0]), entry(both[1])}, nil)
 
 	for i := range 2 { // a stale read, twice
 		svc := read("ns_a__ConfigMap")

@@ -67,6 +67,9 @@ type scope struct {
 	// settling: this reconcile applied changes, and all that is not ready waits only for
 	// the controllers of its objects to observe them (reconcileDeploy).
 	settling bool
+	// changes are what the applies changed, one line per object ("ConfigMap/x created"):
+	// said in an event with the status that reports them (recordEvents).
+	changes []string
 }
 
 // newScope returns an empty scope for one reconcile of svc.
@@ -93,9 +96,10 @@ type phase func(ctx context.Context, s *scope) error
 
 // reconcile runs the phases in order until one fails, then sets the conditions from what
 // they achieved and decides the requeue (service_status.go); a held status goes back to
-// started, the status the reconcile began with. Nothing already running is
-// touched before the new revision is known good.
-func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service, started *v1alpha1.ServiceStatus) (ctrl.Result, error) {
+// started, the status the reconcile began with. It returns what the applies changed, for
+// the events of the status patch that follows (those of a held patch wait with it).
+// Nothing already running is touched before the new revision is known good.
+func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service, started *v1alpha1.ServiceStatus) (ctrl.Result, []string, error) {
 	s := newScope(ctx, svc)
 	s.fresh = svc.Status.LastAttemptedRevision == "" && !r.settled.held(svc)
 	if svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != "" {
@@ -112,15 +116,15 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 		err = newPhaseError(v1alpha1.ConditionCompiled, v1alpha1.ReasonInternalError, retry, saveErr)
 	}
 	result, err := r.finish(s, err)
-	if err == nil && s.settling && r.settled.hold(svc, svc.Status.Inventory) {
+	if err == nil && s.settling && r.settled.hold(svc, svc.Status.Inventory, s.changes) {
 		// The controllers' first look follows in moments, with an event that reconciles
 		// the Service again: one status patch says Applied and Ready together, not
-		// Progressing first. Once per generation; checked again after the settle delay at
-		// the latest.
+		// Progressing first, and one event says what was applied and that it is ready.
+		// Once per generation; checked again after the settle delay at the latest.
 		svc.Status = *started.DeepCopy()
-		return ctrl.Result{RequeueAfter: r.settleDelay()}, nil
+		return ctrl.Result{RequeueAfter: r.settleDelay()}, nil, nil
 	}
-	return result, err
+	return result, r.settled.release(svc, s.changes), err
 }
 
 // settleDelay bounds how long a Service's status waits for its objects' controllers to
@@ -145,6 +149,8 @@ type heldPatch struct {
 	generation int64
 	// inventory is the last inventory held or written, until a status read says it.
 	inventory []v1alpha1.InventoryEntry
+	// changes are what the held reconcile applied, until the next reconcile says them.
+	changes []string
 }
 
 // held tells whether a Service's status patch was held (its status does not say yet what
@@ -157,8 +163,8 @@ func (h *settled) held(svc *v1alpha1.Service) bool {
 }
 
 // hold tells whether a Service's status patch may be held now, and if so records that it
-// was, with the inventory the reconcile reached.
-func (h *settled) hold(svc *v1alpha1.Service, inventory []v1alpha1.InventoryEntry) bool {
+// was, with the inventory the reconcile reached and what it changed.
+func (h *settled) hold(svc *v1alpha1.Service, inventory []v1alpha1.InventoryEntry, changes []string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.services == nil {
@@ -168,8 +174,22 @@ func (h *settled) hold(svc *v1alpha1.Service, inventory []v1alpha1.InventoryEntr
 	if ok && previous.generation == svc.Generation {
 		return false
 	}
-	h.services[string(svc.UID)] = &heldPatch{generation: svc.Generation, inventory: slices.Clone(inventory)}
+	h.services[string(svc.UID)] = &heldPatch{generation: svc.Generation, inventory: slices.Clone(inventory), changes: slices.Clone(changes)}
 	return true
+}
+
+// release returns what a held reconcile of svc changed, then changes, and forgets the
+// former: the reconcile after a held one says both.
+func (h *settled) release(svc *v1alpha1.Service, changes []string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	held, ok := h.services[string(svc.UID)]
+	if !ok || len(held.changes) == 0 {
+		return changes
+	}
+	all := append(held.changes, changes...)
+	held.changes = nil
+	return all
 }
 
 // restore adds to svc's status the remembered inventory entries it lacks (the objects a

@@ -2,12 +2,14 @@ package controller_test
 
 import (
 	"context"
+	"sort"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +43,9 @@ const settleTemplate = configOnlyTemplate + `    app:
 // A new Service whose Deployment only waits for its controller's first look sends one
 // status patch on its way to Ready, not Progressing then Ready: the patch is held until
 // the controller's status update reconciles the Service again. A Deployment no controller
-// looks at gets its Progressing status once the settle delay (suite: 10 s) is over.
+// looks at gets its Progressing status once the settle delay (suite: 10 s) is over. The
+// events go out with the status: one for the quick Service (ready, and what was applied),
+// an Applied one for the slow Service when its held patch goes out.
 func TestStatusPatchedOnceWhenControllersLookSoon(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -58,6 +62,9 @@ func TestStatusPatchedOnceWhenControllersLookSoon(t *testing.T) {
 	g.Expect(condition(svc, v1alpha1.ConditionApplied).Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(svc.Status.Inventory).To(HaveLen(2))
 	g.Expect(requestsIn(ns)).To(HaveKeyWithValue("PATCH services/status quick", 1))
+	g.Eventually(func() []string { return eventsOf(g, ns, "quick") }, 10*time.Second, 100*time.Millisecond).Should(ContainElement(
+		"Normal Succeeded revision " + svc.Status.LastAppliedRevision + ": 2 nodes ready | ConfigMap/quick-config created | Deployment/quick-app created"))
+	g.Expect(eventsOf(g, ns, "quick")).To(HaveLen(1), "one event: what was applied, and ready")
 
 	slow := createService(t, ns, "slow", upload(t, ns, "slow", map[string]string{"service.yaml": settleTemplate}), nil)
 	g.Eventually(func(g Gomega) {
@@ -68,6 +75,23 @@ func TestStatusPatchedOnceWhenControllersLookSoon(t *testing.T) {
 		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonProgressing))
 		g.Expect(ready.Message).To(ContainSubstring("Deployment/slow-app"))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Eventually(func() []string { return eventsOf(g, ns, "slow") }, 10*time.Second, 100*time.Millisecond).Should(
+		Equal([]string{"Normal Applied ConfigMap/slow-config created | Deployment/slow-app created"}))
+}
+
+// eventsOf returns the events regarding Service name, oldest first, each as "type reason
+// note".
+func eventsOf(g Gomega, ns, name string) []string {
+	var list eventsv1.EventList
+	g.Expect(env.client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+	sort.SliceStable(list.Items, func(i, j int) bool { return list.Items[i].EventTime.Before(&list.Items[j].EventTime) })
+	var events []string
+	for _, event := range list.Items {
+		if event.Regarding.Kind == "Service" && event.Regarding.Name == name {
+			events = append(events, event.Type+" "+event.Reason+" "+event.Note)
+		}
+	}
+	return events
 }
 
 // observe writes what a Deployment's controller writes once it looked at a Deployment

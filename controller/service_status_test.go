@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -390,8 +391,9 @@ func TestShortRevision(t *testing.T) {
 	}
 }
 
-// Ready's transitions become events, except into Progressing from anything but True.
-func TestRecordTransition(t *testing.T) {
+// Ready's transitions become events, except into Progressing from anything but True; what
+// was applied is an Applied event, or part of Ready's event when Ready turns True.
+func TestRecordEvents(t *testing.T) {
 	ready := func(status metav1.ConditionStatus, reason, message string) *v1alpha1.Service {
 		svc := &v1alpha1.Service{}
 		if status != "" {
@@ -402,30 +404,37 @@ func TestRecordTransition(t *testing.T) {
 	progressing := ready(metav1.ConditionFalse, v1alpha1.ReasonProgressing, "waiting for Deployment/app")
 	succeeded := ready(metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "3 nodes ready")
 	failed := ready(metav1.ConditionFalse, v1alpha1.ReasonApplyFailed, "ConfigMap/x apply failed")
+	applied := []string{"ConfigMap/app created", "Deployment/app created"}
 	for _, tc := range []struct {
 		name          string
 		before, after *v1alpha1.Service
-		want          string // the event, "" for none
+		applied       []string
+		want          []string // the events
 	}{
-		{"new Service progressing", ready("", "", ""), progressing, ""},
-		{"new Service ready", ready("", "", ""), succeeded, "Normal Succeeded 3 nodes ready"},
-		{"progressing to ready", progressing, succeeded, "Normal Succeeded 3 nodes ready"},
-		{"progress goes on", progressing, ready(metav1.ConditionFalse, v1alpha1.ReasonProgressing, "waiting for Service/app"), ""},
-		{"failure fixed, progressing", failed, progressing, ""},
-		{"ready no longer", succeeded, progressing, "Normal Progressing waiting for Deployment/app"},
-		{"fails", progressing, failed, "Warning ApplyFailed ConfigMap/x apply failed"},
-		{"unchanged", succeeded, succeeded, ""},
+		{"new Service progressing", ready("", "", ""), progressing, nil, nil},
+		{"new Service ready", ready("", "", ""), succeeded, nil, []string{"Normal Succeeded 3 nodes ready"}},
+		{"progressing to ready", progressing, succeeded, nil, []string{"Normal Succeeded 3 nodes ready"}},
+		{"progress goes on", progressing, ready(metav1.ConditionFalse, v1alpha1.ReasonProgressing, "waiting for Service/app"), nil, nil},
+		{"failure fixed, progressing", failed, progressing, nil, nil},
+		{"ready no longer", succeeded, progressing, nil, []string{"Normal Progressing waiting for Deployment/app"}},
+		{"fails", progressing, failed, nil, []string{"Warning ApplyFailed ConfigMap/x apply failed"}},
+		{"unchanged", succeeded, succeeded, nil, nil},
+		{"applied, progressing", ready("", "", ""), progressing, applied, []string{"Normal Applied ConfigMap/app created\nDeployment/app created"}},
+		{"applied and ready: one event", ready("", "", ""), succeeded, applied, []string{"Normal Succeeded 3 nodes ready\nConfigMap/app created\nDeployment/app created"}},
+		{"applied, ready before and after", succeeded, succeeded, applied, []string{"Normal Applied ConfigMap/app created\nDeployment/app created"}},
+		{"applied, then failed", progressing, failed, applied, []string{"Normal Applied ConfigMap/app created\nDeployment/app created", "Warning ApplyFailed ConfigMap/x apply failed"}},
+		{"applied, ready no longer", succeeded, progressing, applied, []string{"Normal Applied ConfigMap/app created\nDeployment/app created", "Normal Progressing waiting for Deployment/app"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recorder := events.NewFakeRecorder(2)
+			recorder := events.NewFakeRecorder(3)
 			r := &ServiceReconciler{Recorder: recorder}
-			r.recordTransition(tc.before, tc.after)
+			r.recordEvents(tc.before, tc.after, tc.applied)
 			close(recorder.Events)
 			var got []string
 			for event := range recorder.Events {
 				got = append(got, event)
 			}
-			if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || got[0] != tc.want) {
+			if !slices.Equal(got, tc.want) {
 				t.Errorf("events %q, want %q", got, tc.want)
 			}
 		})
