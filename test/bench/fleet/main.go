@@ -74,7 +74,8 @@ type settings struct {
 	concurrency int
 	// operatorOnly runs no baseline: for profiling the operator, never for a report.
 	operatorOnly bool
-	report       string
+	// report is the benchmarks.md to update ("": none).
+	report string
 }
 
 // operatorConcurrency is the --concurrency the operator runs with.
@@ -87,13 +88,13 @@ func (s settings) operatorConcurrency() int {
 
 func main() {
 	ctrllog.SetLogger(logr.Discard()) // the bench's clients log nothing worth its output
-	s, report, rawDir := parseFlags()
+	s, rawDir := parseFlags()
 	var err error
 	switch {
 	case rawDir != "":
 		err = rawLoop(context.Background(), os.Stdout, rawDir, s.n)
 	default:
-		err = run(s, report)
+		err = run(s, s.report)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
@@ -101,12 +102,12 @@ func main() {
 	}
 }
 
-// parseFlags returns the settings, the report to write and the directory of the raw
+// parseFlags returns the settings (with the report to write) and the directory of the raw
 // Puccini loop (the child process of -distinct); it exits on a bad command line.
-func parseFlags() (s settings, report, rawDir string) {
+func parseFlags() (s settings, rawDir string) {
 	flag.IntVar(&s.n, "n", 1000, "number of Services (2000 with -shards)")
 	flag.StringVar(&s.calafBinary, "calaf", "bin/calaf", "calaf binary (the operator)")
-	flag.StringVar(&report, "report", "", "benchmarks.md to update")
+	flag.StringVar(&s.report, "report", "", "benchmarks.md to update")
 	flag.IntVar(&s.workers, "workers", 4, "workers of the concurrent baseline, and the operator's concurrency unless -concurrency says")
 	flag.IntVar(&s.concurrency, "concurrency", 0, "the operator's --concurrency (0: -workers)")
 	flag.IntVar(&s.smaller, "smaller", 0, "also run this many Services in every round, for the growth to -n (0: not)")
@@ -118,7 +119,6 @@ func parseFlags() (s settings, report, rawDir string) {
 	flag.BoolVar(&s.operatorOnly, "operator-only", false, "run the operator alone, no baseline (to profile it: CALAF_APISERVER_PROFILING=true serves the API server's profile too); no report")
 	flag.StringVar(&rawDir, "raw-puccini", "", "only compile the packages of -n Services under this directory with raw Puccini in a loop, and print the loop's time and peak RSS (what -distinct runs as its baseline)")
 	flag.Parse()
-	s.report = report
 	s.memoryLimits = []string{""}
 	if *memoryLimit != "" {
 		s.memoryLimits = append(s.memoryLimits, *memoryLimit)
@@ -130,7 +130,7 @@ func parseFlags() (s settings, report, rawDir string) {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(2)
 	}
-	return s, report, rawDir
+	return s, rawDir
 }
 
 // flagSet tells whether the command line set a flag.
