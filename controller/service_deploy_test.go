@@ -103,6 +103,14 @@ func TestSettledReleasesTheHeldChanges(t *testing.T) {
 	if got := h.release(svc, nil); got != nil {
 		t.Errorf("second release = %q, want nothing: said once", got)
 	}
+	h.hold(svc, nil, []string{"ConfigMap/a configured"}) // generation 1 again: refused, nothing kept
+	svc.Generation = 2
+	h.hold(svc, nil, []string{"Deployment/a configured"})
+	svc.Generation = 3 // a change came before generation 2's patch went out, and is held too
+	h.hold(svc, nil, []string{"Service/a configured"})
+	if got := h.release(svc, nil); !slices.Equal(got, []string{"Deployment/a configured", "Service/a configured"}) {
+		t.Errorf("release after two held generations = %q", got)
+	}
 	if got := h.release(other, []string{"ConfigMap/b configured"}); !slices.Equal(got, []string{"ConfigMap/b configured"}) {
 		t.Errorf("release of a Service never held = %q", got)
 	}

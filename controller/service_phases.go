@@ -174,7 +174,11 @@ func (h *settled) hold(svc *v1alpha1.Service, inventory []v1alpha1.InventoryEntr
 	if ok && previous.generation == svc.Generation {
 		return false
 	}
-	h.services[string(svc.UID)] = &heldPatch{generation: svc.Generation, inventory: slices.Clone(inventory), changes: slices.Clone(changes)}
+	var unsaid []string // a held patch of the generation before, not released yet
+	if ok {
+		unsaid = previous.changes
+	}
+	h.services[string(svc.UID)] = &heldPatch{generation: svc.Generation, inventory: slices.Clone(inventory), changes: append(slices.Clone(unsaid), changes...)}
 	return true
 }
 
