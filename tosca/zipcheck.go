@@ -68,6 +68,9 @@ func checkLocalHeader(data []byte, at int64, f *zip.File, dataOffset int64) (int
 	if at+localHeaderLen+nameLen+extraLen != dataOffset {
 		return 0, fmt.Errorf("entry %q: the central directory places it at byte %d, not after the previous entry: hidden or overlapping entries are not allowed", f.Name, dataOffset)
 	}
+	if dataOffset > int64(len(data)) {
+		return 0, fmt.Errorf("entry %q: its local header's name and extra field run past the end of the archive", f.Name)
+	}
 	name := string(data[at+localHeaderLen : at+localHeaderLen+nameLen])
 	switch {
 	case name != f.Name:
@@ -77,12 +80,15 @@ func checkLocalHeader(data []byte, at int64, f *zip.File, dataOffset int64) (int
 	case flags&flagDataDescriptor != f.Flags&flagDataDescriptor:
 		return 0, fmt.Errorf("entry %q: its local and central headers disagree on its data descriptor", f.Name)
 	}
-	end := dataOffset + int64(f.CompressedSize64)
-	if end > int64(len(data)) {
+	if f.CompressedSize64 > uint64(int64(len(data))-dataOffset) {
 		return 0, fmt.Errorf("entry %q: its data runs past the end of the archive", f.Name)
 	}
+	end := dataOffset + int64(f.CompressedSize64)
 	if flags&flagDataDescriptor != 0 {
 		end += descriptorLen(data, end, data[at+localHeaderLen+nameLen:dataOffset])
+		if end > int64(len(data)) {
+			return 0, fmt.Errorf("entry %q: its data descriptor runs past the end of the archive", f.Name)
+		}
 	} else if crc := binary.LittleEndian.Uint32(header[14:]); crc != f.CRC32 {
 		return 0, fmt.Errorf("entry %q: its local and central headers disagree on its checksum", f.Name)
 	}
