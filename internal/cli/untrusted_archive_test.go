@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -37,6 +38,19 @@ func mismatchedHeaders(t *testing.T) []byte {
 	return data
 }
 
+// nameOverrun is a CSAR whose last local header (the template's) gives its name a length
+// that runs past the end of the archive (FuzzOpenArchive found it: it panicked the zip
+// layout check).
+func nameOverrun(t *testing.T) []byte {
+	data := zipBytes(t, csar()...)
+	at := bytes.Index(data, []byte("Definitions/service.yaml")) - 30
+	if at < 0 || string(data[at:at+4]) != "PK\x03\x04" {
+		t.Fatal("no local header of the template")
+	}
+	binary.LittleEndian.PutUint16(data[at+26:], 0xffff) // its name length
+	return data
+}
+
 // concatenated is a CSAR followed by another: the central directory of the second names
 // its own entries.
 func concatenated(t *testing.T) []byte {
@@ -68,6 +82,8 @@ func archiveCases() []untrustedCase {
 			"Definitions/service.yaml: the archive holds this entry twice"},
 		{classArchive, "mismatched local and central zip headers", archive("mismatch.csar", mismatchedHeaders),
 			`mismatch.csar: ambiguous zip archive: entry "Definitions/service.yaml" is named "Definitions/servicf.yaml" in its local header: mismatched headers are not allowed`},
+		{classArchive, "a local header's name runs past the end", archive("overrun.csar", nameOverrun),
+			`overrun.csar: ambiguous zip archive: entry "Definitions/service.yaml": its local header's name and extra field run past the end of the archive`},
 		{classArchive, "two zips concatenated", archive("twice.csar", concatenated),
 			`twice.csar: ambiguous zip archive: entry "TOSCA-Metadata/TOSCA.meta": the central directory places it at byte 721, not after the previous entry: hidden or overlapping entries are not allowed`},
 		{classArchive, "two Entry-Definitions in TOSCA.meta", archive("meta.csar", func(t *testing.T) []byte {
