@@ -78,11 +78,11 @@ test-unit: ## Unit and envtest integration tests (real kube-apiserver + etcd), n
 # (golang/go#75804, fixed in Go 1.27). A count has no deadline to race; 10000x is a few
 # seconds per target here.
 FUZZ_TARGETS := ./tosca/:FuzzOpenArchive ./tosca/:FuzzParseMeta ./tosca/:FuzzParseManifest \
-	./tosca/:FuzzInputsAsData ./render/:FuzzValidateObjects
+	./tosca/:FuzzInputsAsData ./tosca/sol004/:FuzzVerifyCMS ./render/:FuzzValidateObjects
 FUZZ_TIME ?= 10000x
 
 .PHONY: test-fuzz
-test-fuzz: ## A short fuzz run of every fuzz target (FUZZ_TIME each: 10000x executions by default, or a duration such as 30s): package loader, TOSCA.meta and .mf parsers, input conversion, rendered-object validation.
+test-fuzz: ## A short fuzz run of every fuzz target (FUZZ_TIME each: 10000x executions by default, or a duration such as 30s): package loader, TOSCA.meta and .mf parsers, input conversion, CMS signature check, rendered-object validation.
 	@for target in $(FUZZ_TARGETS); do \
 		pkg=$${target%%:*}; name=$${target##*:}; \
 		echo "go test -run '^$$' -fuzz '^$$name$$' -fuzztime=$(FUZZ_TIME) $$pkg"; \

@@ -31,7 +31,7 @@ type issuer struct {
 type certOption func(*x509.Certificate)
 
 // issue makes a certificate for name, signed by parent (self-signed when parent is nil).
-func issue(t *testing.T, name string, parent *issuer, ca bool, options ...certOption) *issuer {
+func issue(t testing.TB, name string, parent *issuer, ca bool, options ...certOption) *issuer {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -78,7 +78,7 @@ type pki struct {
 	root, intermediate, vendor *issuer
 }
 
-func newPKI(t *testing.T, prefix string) *pki {
+func newPKI(t testing.TB, prefix string) *pki {
 	root := issue(t, prefix+" Root CA", nil, true)
 	intermediate := issue(t, prefix+" Intermediate CA", root, true)
 	vendor := issue(t, prefix+" Vendor", intermediate, false)
