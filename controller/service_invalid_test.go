@@ -1,7 +1,10 @@
 package controller_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,27 @@ import (
 )
 
 func sha256Hex(s string) string { return source.SHA256([]byte(s)) }
+
+// overrunZip is a zip of one template whose local header gives its name a length that runs
+// past the end of the archive.
+func overrunZip(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	f, err := w.Create("service.yaml")
+	if err == nil {
+		_, err = f.Write([]byte(layeredPackage()["service.yaml"]))
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	binary.LittleEndian.PutUint16(data[26:], 0xffff) // the local header's name length
+	return data
+}
 
 // waitStalled waits until the Service is Stalled with reason, and returns it.
 func waitStalled(t *testing.T, key client.ObjectKey, reason string) *v1alpha1.Service {
@@ -82,6 +106,16 @@ func TestBadChangeStallsAndKeepsRunningObjects(t *testing.T) {
 		svc.Spec.Source = v1alpha1.Source{Upload: &v1alpha1.UploadSource{ConfigMapName: "garbage", SHA256: sha256Hex("not a package")}}
 	})
 	waitStalled(t, key, v1alpha1.ReasonInvalidPackage)
+
+	// A hostile zip whose local header claims a name running past the end of the archive
+	// (it panicked the package loader in the reconcile before 7742577).
+	hostile := overrunZip(t)
+	g.Expect(env.client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hostile"}, BinaryData: map[string][]byte{source.UploadKey: hostile}})).To(Succeed())
+	updateService(t, key, func(svc *v1alpha1.Service) {
+		svc.Spec.Source = v1alpha1.Source{Upload: &v1alpha1.UploadSource{ConfigMapName: "hostile", SHA256: source.SHA256(hostile)}}
+	})
+	svc = waitStalled(t, key, v1alpha1.ReasonInvalidPackage)
+	g.Expect(condition(svc, v1alpha1.ConditionReady).Message).To(ContainSubstring(`entry "service.yaml": its local header's name and extra field run past the end of the archive`))
 
 	// Nothing that ran was touched meanwhile.
 	still := getConfigMap(g, ns, "demo-base")
