@@ -24,6 +24,9 @@ type Store struct {
 	// stored: a package whose manifest does not match is never stored.
 	Integrity tosca.IntegrityOptions
 
+	// openArchive extracts an archive: tosca.OpenArchive (tests make it fail as a bug would).
+	openArchive func(data []byte, name string, limits tosca.Limits) (*tosca.Package, error)
+
 	lock     sync.Mutex
 	size     int64
 	order    *list.List
@@ -45,7 +48,7 @@ func NewStore(dir string, maxBytes int64, limits tosca.Limits) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, maxBytes: maxBytes, limits: limits, order: list.New(), entries: map[string]*list.Element{}, evidence: map[*tosca.Package]*sol004.Evidence{}}, nil
+	return &Store{dir: dir, maxBytes: maxBytes, limits: limits, openArchive: tosca.OpenArchive, order: list.New(), entries: map[string]*list.Element{}, evidence: map[*tosca.Package]*sol004.Evidence{}}, nil
 }
 
 // Get returns the package stored under key (an archive SHA-256 or a source revision).
@@ -80,22 +83,47 @@ func (s *Store) PutArchive(key string, archive []byte, name string) (*tosca.Pack
 	if pkg, ok := s.Get(key); ok {
 		return pkg, nil
 	}
-	envelope, err := sol004.Unwrap(archive, s.limits)
+	pkg, evidence, err := s.readArchive(archive, name)
 	if err != nil {
 		return nil, err
+	}
+	return s.adopt(key, pkg, evidence)
+}
+
+// readArchive extracts an archive, checks it against its manifest and examines its
+// signatures. A panic meanwhile — a bug that the archive's bytes reached in a parser —
+// refuses the package with an *tosca.InvalidError instead of failing the caller.
+func (s *Store) readArchive(archive []byte, name string) (pkg *tosca.Package, evidence *sol004.Evidence, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if pkg != nil {
+				pkg.Close()
+			}
+			pkg, evidence, err = nil, nil, readPanicked(name, r)
+		}
+	}()
+	envelope, err := sol004.Unwrap(archive, s.limits)
+	if err != nil {
+		return nil, nil, err
 	}
 	if envelope != nil {
 		archive, name = envelope.CSAR, name+"/"+envelope.CSARName
 	}
-	pkg, err := tosca.OpenArchive(archive, name, s.limits)
-	if err != nil {
-		return nil, err
+	if pkg, err = s.openArchive(archive, name, s.limits); err != nil {
+		return nil, nil, err
 	}
-	if _, err := pkg.VerifyIntegrity(s.Integrity); err != nil {
+	if _, err = pkg.VerifyIntegrity(s.Integrity); err != nil {
 		pkg.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return s.adopt(key, pkg, sol004.Examine(pkg, envelope))
+	return pkg, sol004.Examine(pkg, envelope), nil
+}
+
+// readPanicked is the refusal of a package whose reading panicked: the package is not
+// stored, the Service says why, and the operator goes on.
+func readPanicked(name string, recovered any) error {
+	return &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{File: name,
+		Message: fmt.Sprintf("reading the package failed unexpectedly (%v): the package is refused; this is a bug in Calaf, please report it with the package", recovered)}}}
 }
 
 // PutDirectory stores a package read from a directory (e.g. a git checkout), moving the
@@ -110,17 +138,37 @@ func (s *Store) PutDirectory(key, dir string) (*tosca.Package, error) {
 	if err := os.Rename(dir, target); err != nil {
 		return nil, err
 	}
-	pkg, err := tosca.Open(target, s.limits)
+	pkg, evidence, err := s.readDirectory(target)
 	if err != nil {
-		os.RemoveAll(target)
 		return nil, err
+	}
+	return s.adopt(key, pkg, evidence)
+}
+
+// readDirectory reads the package in dir, which it then owns (removed with the package, or
+// at once when it is refused), checks it against its manifest and examines its signatures;
+// a panic meanwhile refuses the package, as in readArchive.
+func (s *Store) readDirectory(dir string) (pkg *tosca.Package, evidence *sol004.Evidence, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if pkg != nil {
+				pkg.Close()
+			} else {
+				os.RemoveAll(dir)
+			}
+			pkg, evidence, err = nil, nil, readPanicked("", r)
+		}
+	}()
+	if pkg, err = tosca.Open(dir, s.limits); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
 	}
 	pkg.OwnDirectory()
-	if _, err := pkg.VerifyIntegrity(s.Integrity); err != nil {
+	if _, err = pkg.VerifyIntegrity(s.Integrity); err != nil {
 		pkg.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return s.adopt(key, pkg, sol004.Examine(pkg, nil))
+	return pkg, sol004.Examine(pkg, nil), nil
 }
 
 // TempDir returns a new empty directory on the store's file system, for a package to be

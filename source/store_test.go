@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"calaf.io/calaf/source"
+	"calaf.io/calaf/tosca"
 )
 
 // The store keeps at most its size bound, evicting the least recently used package and
@@ -58,4 +59,27 @@ func TestStoreEvictsLeastRecentlyUsed(t *testing.T) {
 	g.Expect(ok).To(BeFalse())
 	_, err = os.Stat(d.Root)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "evicted files are removed")
+}
+
+// A panic while an archive is read (a parser bug that a package's bytes reach) refuses
+// that package with an invalid-package error; nothing is stored, and the store goes on.
+func TestStoreRefusesAPackageWhoseReadingPanics(t *testing.T) {
+	g := NewWithT(t)
+	store := newStore(t, 1<<20)
+	archive := csarOf(t, map[string]string{"service.yaml": template("a")})
+	store.SetOpenArchive(func(data []byte, name string, limits tosca.Limits) (*tosca.Package, error) {
+		var header []byte
+		_ = header[len(data)] // as a parser that trusts a length in the archive
+		return nil, nil
+	})
+	_, err := store.PutArchive("", archive, "bug.csar")
+	g.Expect(tosca.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(HavePrefix("bug.csar: reading the package failed unexpectedly (runtime error: index out of range"))
+	count, _ := store.Len()
+	g.Expect(count).To(Equal(0))
+
+	store.SetOpenArchive(tosca.OpenArchive)
+	pkg, err := store.PutArchive("", archive, "good.csar")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pkg).NotTo(BeNil())
 }
