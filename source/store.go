@@ -94,14 +94,7 @@ func (s *Store) PutArchive(key string, archive []byte, name string) (*tosca.Pack
 // signatures. A panic meanwhile — a bug that the archive's bytes reached in a parser —
 // refuses the package with an *tosca.InvalidError instead of failing the caller.
 func (s *Store) readArchive(archive []byte, name string) (pkg *tosca.Package, evidence *sol004.Evidence, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if pkg != nil {
-				pkg.Close()
-			}
-			pkg, evidence, err = nil, nil, readPanicked(name, r)
-		}
-	}()
+	defer refuseOnPanic(name, &err, func() { closeOpened(&pkg) })
 	envelope, err := sol004.Unwrap(archive, s.limits)
 	if err != nil {
 		return nil, nil, err
@@ -119,11 +112,23 @@ func (s *Store) readArchive(archive []byte, name string) (pkg *tosca.Package, ev
 	return pkg, sol004.Examine(pkg, envelope), nil
 }
 
-// readPanicked is the refusal of a package whose reading panicked: the package is not
-// stored, the Service says why, and the operator goes on.
-func readPanicked(name string, recovered any) error {
-	return &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{File: name,
-		Message: fmt.Sprintf("reading the package failed unexpectedly (%v): the package is refused; this is a bug in Calaf, please report it with the package", recovered)}}}
+// refuseOnPanic, deferred by a read of a package, turns a panic of the read into the
+// refusal of the package (*err, an *tosca.InvalidError) after release frees what the read
+// held: the package is not stored, the Service says why, and the operator goes on.
+func refuseOnPanic(name string, err *error, release func()) {
+	if recovered := recover(); recovered != nil {
+		release()
+		*err = &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{File: name,
+			Message: fmt.Sprintf("reading the package failed unexpectedly (%v): the package is refused; this is a bug in Calaf, please report it with the package", recovered)}}}
+	}
+}
+
+// closeOpened closes the package *pkg, if any, and forgets it.
+func closeOpened(pkg **tosca.Package) {
+	if *pkg != nil {
+		(*pkg).Close()
+		*pkg = nil
+	}
 }
 
 // PutDirectory stores a package read from a directory (e.g. a git checkout), moving the
@@ -149,16 +154,12 @@ func (s *Store) PutDirectory(key, dir string) (*tosca.Package, error) {
 // at once when it is refused), checks it against its manifest and examines its signatures;
 // a panic meanwhile refuses the package, as in readArchive.
 func (s *Store) readDirectory(dir string) (pkg *tosca.Package, evidence *sol004.Evidence, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if pkg != nil {
-				pkg.Close()
-			} else {
-				os.RemoveAll(dir)
-			}
-			pkg, evidence, err = nil, nil, readPanicked("", r)
+	defer refuseOnPanic("", &err, func() {
+		if pkg == nil {
+			os.RemoveAll(dir)
 		}
-	}()
+		closeOpened(&pkg)
+	})
 	if pkg, err = tosca.Open(dir, s.limits); err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
