@@ -27,6 +27,7 @@ func newOperatorCommand() *cobra.Command {
 	var qps float32
 	var burst int
 	memoryLimit := resource.MustParse("0")
+	gcPercent := operator.DefaultGCPercent
 	var webhookTokenFile string
 	var verify verifyFlags
 	cmd := &cobra.Command{
@@ -41,6 +42,7 @@ func newOperatorCommand() *cobra.Command {
 			config.UserAgent = "calaf-operator"
 			config.QPS, config.Burst = qps, burst
 			operator.SetMemoryLimit(memoryLimit.Value())
+			operator.SetGCPercent(gcPercent)
 			opts.WebhookToken = webhookToken(webhookTokenFile)
 			if err := checkTenancyFlags(&opts); err != nil {
 				return err
@@ -59,6 +61,7 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().Var(selectorFlag{&opts.ServiceSelector}, "watch-label-selector", "handle only the Services this label selector selects: one shard of a fleet, e.g. sharding.calaf.io/key=shard1 (and !sharding.calaf.io/key for the main one)")
 	cmd.Flags().StringVar(&opts.MetricsAddress, "metrics-bind-address", opts.MetricsAddress, "address of the Prometheus metrics endpoint (0 disables it)")
 	cmd.Flags().Var(quantityFlag{&memoryLimit}, "memory-limit", "soft memory limit of the Go runtime, e.g. 160Mi (default: 90% of the container's limit, or $GOMEMLIMIT)")
+	cmd.Flags().IntVar(&gcPercent, "gc-percent", gcPercent, "garbage collection target of the Go runtime, as GOGC: the heap grows by this percent of its live size between collections ($GOGC, when set, wins)")
 	cmd.Flags().BoolVar(&opts.Pprof, "enable-pprof", false, "serve net/http/pprof on the metrics endpoint")
 	cmd.Flags().StringVar(&opts.HealthAddress, "health-probe-bind-address", opts.HealthAddress, "address of the health and readiness probes")
 	cmd.Flags().BoolVar(&opts.LeaderElection, "leader-elect", false, "elect a leader, for running several replicas")

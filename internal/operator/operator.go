@@ -120,7 +120,7 @@ func DefaultOptions() Options {
 	return Options{
 		MetricsAddress:    ":8080",
 		HealthAddress:     ":8081",
-		Concurrency:       4,
+		Concurrency:       8,
 		PackageCacheDir:   filepath.Join(os.TempDir(), "calaf-packages"),
 		PackageCacheBytes: 1 << 30,
 		CompileCacheSize:  16,

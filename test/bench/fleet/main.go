@@ -70,7 +70,7 @@ type settings struct {
 	// through one operator and through this many shards.
 	distinct bool
 	shards   int
-	// concurrency is the operator's --concurrency; 0: workers.
+	// concurrency is the operator's --concurrency; 0: the operator's default.
 	concurrency int
 	// operatorOnly runs no baseline: for profiling the operator, never for a report.
 	operatorOnly bool
@@ -83,7 +83,7 @@ func (s settings) operatorConcurrency() int {
 	if s.concurrency > 0 {
 		return s.concurrency
 	}
-	return s.workers
+	return operator.DefaultOptions().Concurrency
 }
 
 func main() {
@@ -108,8 +108,8 @@ func parseFlags() (s settings, rawDir string) {
 	flag.IntVar(&s.n, "n", 1000, "number of Services (2000 with -shards)")
 	flag.StringVar(&s.calafBinary, "calaf", "bin/calaf", "calaf binary (the operator)")
 	flag.StringVar(&s.report, "report", "", "benchmarks.md to update")
-	flag.IntVar(&s.workers, "workers", 4, "workers of the concurrent baseline, and the operator's concurrency unless -concurrency says")
-	flag.IntVar(&s.concurrency, "concurrency", 0, "the operator's --concurrency (0: -workers)")
+	flag.IntVar(&s.workers, "workers", 4, "workers of the concurrent baseline")
+	flag.IntVar(&s.concurrency, "concurrency", 0, "the operator's --concurrency (0: its default)")
 	flag.IntVar(&s.smaller, "smaller", 0, "also run this many Services in every round, for the growth to -n (0: not)")
 	flag.Float64Var(&s.operatorQPS, "operator-qps", 200, "the operator's --kube-api-qps (its burst twice that): the baselines' client allows 200 and 400")
 	flag.IntVar(&s.rounds, "rounds", 1, "interleaved rounds (each: both baselines, then the operator runs); medians are reported")

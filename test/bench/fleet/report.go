@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/test/benchreport"
 )
 
@@ -165,7 +166,7 @@ func setup(s settings) string {
 		"Every run's namespace is deleted, and its deletion waited for, before the next run starts (test/bench/fleet clearNamespace), so that no run pays for an earlier one's objects: the API server's ClusterIP allocator reads every allocated address for each Service it creates, so its cost per Service grows with the Services the cluster holds. " +
 		"*Applied* runs from the first Service created until every Service reports `Applied` (the operator fetched, compiled, rendered and applied every object); for the baselines, until the last apply request of the same rendered objects was answered. " +
 		"*Ready* (all Services Ready; for the baselines, all Deployments Current) is the cluster's figure more than Calaf's: kube-controller-manager must write each Deployment's status first; the test ground runs it with `--kube-api-qps " + os.Getenv("CALAF_KCM_QPS") + "` (default 20) so that it is not the only thing measured. " +
-		fmt.Sprintf("The baselines send one server-side apply request per object, through a client allowing 200 requests per second (burst 400); the operator runs with `--kube-api-qps %g --kube-api-burst %d` (its defaults are 100 and 300) and `--concurrency %d`, and watches a namespace of its own. ", s.operatorQPS, int(2*s.operatorQPS), s.operatorConcurrency()) +
+		fmt.Sprintf("The baselines send one server-side apply request per object, through a client allowing 200 requests per second (burst 400); the operator runs with `--kube-api-qps %g --kube-api-burst %d` (its defaults are 100 and 300) and `--concurrency %d` (its default: %d), with its default garbage collection target (`--gc-percent %d`), and watches a namespace of its own. ", s.operatorQPS, int(2*s.operatorQPS), s.operatorConcurrency(), operator.DefaultOptions().Concurrency, operator.DefaultGCPercent) +
 		"Requests are counted by a proxy in the bench process that stands between the measured client (the operator, or the baseline's) and the API server, and are divided by the number of Services; the operator's are counted from the first Service created until all were Ready (its start-up LISTs and WATCHes before that are not counted).\n\n"
 }
 
