@@ -89,15 +89,18 @@ test-fuzz: ## A short fuzz run of every fuzz target (FUZZ_TIME each: 10000x exec
 		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime=$(FUZZ_TIME) $$pkg || exit 1; \
 	done
 
-# The packages that compile and render concurrently, under the race detector (it needs cgo:
-# skipped, saying so, where no C compiler is installed).
-RACE_PACKAGES := ./tosca/... ./render/ ./etsi/ ./internal/lru/
+# The packages that run concurrently — compiles and renders, the worker pools, the
+# reconcilers with their waves of applies (envtest), the orchestration of operations —
+# under the race detector (it needs cgo: skipped, saying so, where no C compiler is
+# installed). Their workers run a calaf built without it (test/raceworker says why).
+RACE_PACKAGES := ./tosca/... ./render/ ./etsi/ ./internal/lru/ ./worker/ ./controller/ \
+	./source/... ./orchestration/ ./lifecycle/ ./policy/ ./internal/operator/
 
 .PHONY: test-race
-test-race: ## Compile and render packages under the race detector (needs a C compiler).
+test-race: ## The concurrent packages (compile, render, workers, reconcilers) under the race detector (needs a C compiler).
 	@if command -v gcc >/dev/null; then \
 		echo "CGO_ENABLED=1 go test -race -count=1 $(RACE_PACKAGES)"; \
-		CGO_ENABLED=1 go test -race -count=1 $(RACE_PACKAGES); \
+		KUBEBUILDER_ASSETS=$(BIN_DIR) CGO_ENABLED=1 go test -race -count=1 $(RACE_PACKAGES); \
 	else \
 		echo "test-race: no C compiler (gcc), so no race detector: skipped"; \
 	fi

@@ -30,6 +30,7 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/source"
+	"calaf.io/calaf/test/raceworker"
 	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/worker"
 )
@@ -227,6 +228,13 @@ func run(m *testing.M) int {
 	opts.MetricsAddress, opts.HealthAddress = "0", "0"
 	opts.PackageCacheDir = filepath.Join(os.TempDir(), fmt.Sprintf("calaf-test-packages-%d", os.Getpid()))
 	opts.ProgressInterval = time.Second
+	command, cleanup, err := raceworker.Command() // under -race, workers built without it
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	opts.Workers.Command = command
 	env.config, env.opts = operatorConfig, opts
 	env.process, err = operator.NewProcess(operatorConfig, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	if err != nil {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,21 +14,35 @@ import (
 
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/test/hostile"
+	"calaf.io/calaf/test/raceworker"
 	"calaf.io/calaf/tosca"
 )
+
+// testCommand is the command newPool's workers start with: nil (this test binary), or,
+// under -race, a calaf binary built without it (test/raceworker says why).
+var testCommand []string
 
 // TestMain makes the test binary its own worker, as calaf is.
 func TestMain(m *testing.M) {
 	if code, isWorker := Main(os.Args); isWorker {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	command, cleanup, err := raceworker.Command()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testCommand = command
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }
 
 // newPool returns a pool of this test binary's workers, closed with the test.
 func newPool(t *testing.T, adjust func(*Options)) *Pool {
 	t.Helper()
 	opts := DefaultOptions()
+	opts.Command = testCommand
 	if adjust != nil {
 		adjust(&opts)
 	}

@@ -1,0 +1,6 @@
+//go:build race
+
+package raceworker
+
+// Enabled says whether this binary is built with the race detector.
+const Enabled = true
