@@ -77,6 +77,7 @@ func (b *bench) measureOperator(ctx context.Context, f fleet) (result, error) {
 	if err := createServices(ctx, b.c, sources, f); err != nil {
 		return result{}, err
 	}
+	fmt.Printf("calaf: %d Services created, one at a time, in %.1f s\n", f.n, time.Since(start).Seconds())
 	res, err := waitFleet(ctx, b.c, procs, start, f.n, f.namespace)
 	if err != nil {
 		return result{}, err
