@@ -26,6 +26,8 @@ type Store struct {
 
 	// openArchive extracts an archive: tosca.OpenArchive (tests make it fail as a bug would).
 	openArchive func(data []byte, name string, limits tosca.Limits) (*tosca.Package, error)
+	// openDirectory reads a package directory: tosca.Open (tests make it fail as a bug would).
+	openDirectory func(dir string, limits tosca.Limits) (*tosca.Package, error)
 
 	lock     sync.Mutex
 	size     int64
@@ -48,7 +50,7 @@ func NewStore(dir string, maxBytes int64, limits tosca.Limits) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, maxBytes: maxBytes, limits: limits, openArchive: tosca.OpenArchive, order: list.New(), entries: map[string]*list.Element{}, evidence: map[*tosca.Package]*sol004.Evidence{}}, nil
+	return &Store{dir: dir, maxBytes: maxBytes, limits: limits, openArchive: tosca.OpenArchive, openDirectory: tosca.Open, order: list.New(), entries: map[string]*list.Element{}, evidence: map[*tosca.Package]*sol004.Evidence{}}, nil
 }
 
 // Get returns the package stored under key (an archive SHA-256 or a source revision).
@@ -160,7 +162,7 @@ func (s *Store) readDirectory(dir string) (pkg *tosca.Package, evidence *sol004.
 		}
 		closeOpened(&pkg)
 	})
-	if pkg, err = tosca.Open(dir, s.limits); err != nil {
+	if pkg, err = s.openDirectory(dir, s.limits); err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}

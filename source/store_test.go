@@ -2,6 +2,7 @@ package source_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,6 +81,39 @@ func TestStoreRefusesAPackageWhoseReadingPanics(t *testing.T) {
 
 	store.SetOpenArchive(tosca.OpenArchive)
 	pkg, err := store.PutArchive("", archive, "good.csar")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pkg).NotTo(BeNil())
+}
+
+// A panic while a directory package (a git checkout) is read refuses it as an archive's
+// does: nothing stored, the directory moved into the store removed, the store still serving.
+func TestStoreRefusesADirectoryWhoseReadingPanics(t *testing.T) {
+	g := NewWithT(t)
+	store := newStore(t, 1<<20)
+	checkout := func() string {
+		dir, err := store.TempDir()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(writeFiles(dir, map[string]string{"service.yaml": template("g")})).To(Succeed())
+		return dir
+	}
+	dir := checkout()
+	root := filepath.Dir(dir)
+	store.SetOpenDirectory(func(dir string, limits tosca.Limits) (*tosca.Package, error) {
+		var header []byte
+		_ = header[len(dir)] // as a parser that trusts a length it read
+		return nil, nil
+	})
+	_, err := store.PutDirectory("git-bug", dir)
+	g.Expect(tosca.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(HavePrefix("reading the package failed unexpectedly (runtime error: index out of range"))
+	count, _ := store.Len()
+	g.Expect(count).To(Equal(0))
+	left, err := os.ReadDir(root)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(left).To(BeEmpty(), "the refused checkout is removed")
+
+	store.SetOpenDirectory(tosca.Open)
+	pkg, err := store.PutDirectory("git-good", checkout())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pkg).NotTo(BeNil())
 }
