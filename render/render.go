@@ -71,9 +71,25 @@ type Renderer struct {
 	// process, where a package that crashes or exhausts memory ends that process and not
 	// this one (package worker). Nil renders in this process.
 	Run Func
+	// Codec, when set, keeps cached results encoded — several times smaller than their
+	// decoded objects — and decodes one on every hit, so that the cache can hold every
+	// Service in flight. Nil keeps them decoded and shared with the callers.
+	Codec Codec
 
-	cache    *lru.Cache[*Result]
+	cache    *lru.Cache[cached]
 	programs *tosca.Programs
+}
+
+// Codec encodes results for the cache and decodes them back.
+type Codec interface {
+	Encode(result *Result) ([]byte, error)
+	Decode(data []byte) (*Result, error)
+}
+
+// cached is one cache entry: the result, or its encoding.
+type cached struct {
+	result  *Result
+	encoded []byte
 }
 
 // Func renders a compiled package; problems of the package are a *tosca.InvalidError.
@@ -81,16 +97,16 @@ type Func func(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (
 
 // NewRenderer returns a renderer that keeps up to cacheSize results.
 func NewRenderer(cacheSize int) *Renderer {
-	return &Renderer{cache: lru.New[*Result](cacheSize), programs: tosca.NewPrograms()}
+	return &Renderer{cache: lru.New[cached](cacheSize), programs: tosca.NewPrograms()}
 }
 
 // Render resolves requirements, coerces values (evaluating functions), runs the renderer
 // of every node template, and evaluates the outputs. Problems of the package are returned
-// as *tosca.InvalidError. The result is shared with the cache: DeepCopy objects before
-// changing them.
+// as *tosca.InvalidError. The result may be shared with the cache: DeepCopy objects
+// before changing them.
 func (r *Renderer) Render(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error) {
 	key := renderKey(compiled.Key, opts)
-	if result, ok := r.cache.Get(key); ok {
+	if result, ok := r.load(key); ok {
 		return result, nil
 	}
 	start := time.Now()
@@ -106,15 +122,41 @@ func (r *Renderer) Render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 		return nil, err
 	}
 	result.Key = key
-	r.cache.Put(key, result)
+	r.store(key, result)
 	return result, nil
+}
+
+// load returns the cached result of key, decoded when the cache keeps it encoded; an
+// entry that does not decode is a miss.
+func (r *Renderer) load(key string) (*Result, bool) {
+	entry, ok := r.cache.Get(key)
+	if !ok || entry.encoded == nil {
+		return entry.result, ok
+	}
+	result, err := r.Codec.Decode(entry.encoded)
+	if err != nil {
+		r.Log.Error(err, "a cached render does not decode; rendering again", "key", key)
+		return nil, false
+	}
+	return result, true
+}
+
+// store caches result under key, encoded when the renderer has a codec that can encode it.
+func (r *Renderer) store(key string, result *Result) {
+	if r.Codec != nil {
+		if encoded, err := r.Codec.Encode(result); err == nil {
+			r.cache.Put(key, cached{encoded: encoded})
+			return
+		}
+	}
+	r.cache.Put(key, cached{result: result})
 }
 
 // Cached returns the result of an earlier render of the compile key with opts, if the
 // cache still holds it: a caller that has it needs neither the compiled package nor a
-// render. The result is shared with the cache, as Render's.
+// render. The result may be shared with the cache, as Render's.
 func (r *Renderer) Cached(compileKey string, opts Options) (*Result, bool) {
-	return r.cache.Get(renderKey(compileKey, opts))
+	return r.load(renderKey(compileKey, opts))
 }
 
 func renderKey(compileKey string, opts Options) string {

@@ -124,7 +124,7 @@ func DefaultOptions() Options {
 		PackageCacheDir:   filepath.Join(os.TempDir(), "calaf-packages"),
 		PackageCacheBytes: 1 << 30,
 		CompileCacheSize:  16,
-		RenderCacheSize:   512,
+		RenderCacheSize:   2048,
 		ScriptTimeout:     tosca.DefaultScriptTimeout,
 		ProgressInterval:  5 * time.Second,
 		LeaseDuration:     60 * time.Second,

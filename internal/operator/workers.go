@@ -15,7 +15,9 @@ import (
 // (package worker), unless opts.InProcess: a package that crashes Puccini or a scriptlet,
 // recurses without end or exhausts memory then ends its worker and fails its own Service,
 // never the operator. The pool lives as long as the process; its first worker starts now.
+// Either way the renderer keeps its cached results encoded (worker.ResultCodec).
 func isolate(compiler *tosca.Compiler, renderer *render.Renderer, opts Options, registry prometheus.Registerer, log logr.Logger) error {
+	renderer.Codec = worker.ResultCodec{} // cached renders kept encoded: several times smaller
 	if opts.InProcess {
 		return nil
 	}
