@@ -58,6 +58,8 @@ type result struct {
 	// requests counts the API requests of the measured client by "VERB resource"
 	// (countingProxy), until all were Ready.
 	requests map[string]int64
+	// cpu is the CPU each process group used until all were applied (cpuGroups).
+	cpu map[string]time.Duration
 }
 
 // settings are the bench's command line.
@@ -251,6 +253,13 @@ func printRound(i, n int, results []result) {
 		if r.requests != nil {
 			fmt.Printf("   requests per Service: %s\n", strings.Join(perService(r.requests, n), ", "))
 		}
+		if r.cpu != nil {
+			var groups []string
+			for _, group := range cpuGroups {
+				groups = append(groups, fmt.Sprintf("%s %.1f", group, r.cpu[group].Seconds()))
+			}
+			fmt.Printf("   CPU seconds until applied: %s; all %.1f\n", strings.Join(groups, ", "), cpuTotal(r.cpu).Seconds())
+		}
 	}
 }
 
@@ -373,15 +382,16 @@ func (b *bench) baseline(ctx context.Context, n int, namespace string, objects [
 		name = fmt.Sprintf("baseline: server-side apply, %d workers", workers)
 	}
 	fmt.Printf("%s: %d objects\n", name, len(objects))
-	start := time.Now()
+	cpuBefore, start := sampleCPU(), time.Now()
 	if err := applyAll(ctx, applier, objects, workers); err != nil {
 		return result{}, err
 	}
 	applied := time.Since(start)
+	cpu := sampleCPU().since(cpuBefore)
 	if err := waitDeploymentsCurrent(ctx, b.c, namespace, n); err != nil {
 		return result{}, err
 	}
-	return result{name: name, applied: applied, duration: time.Since(start), requests: proxy.Counts(false)}, nil
+	return result{name: name, applied: applied, duration: time.Since(start), requests: proxy.Counts(false), cpu: cpu}, nil
 }
 
 // applyAll sends one server-side apply request per object, workers at once.

@@ -11,13 +11,17 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/test/e2e/framework"
 )
@@ -72,13 +76,19 @@ func (b *bench) measureOperator(ctx context.Context, f fleet) (result, error) {
 		p.proxy.Counts(true)
 	}
 
-	fmt.Printf("calaf: creating %d Services\n", f.n)
-	start := time.Now()
-	if err := createServices(ctx, b.c, sources, f); err != nil {
+	watch, err := watchServices(ctx, b.config, f.namespace)
+	if err != nil {
 		return result{}, err
 	}
-	fmt.Printf("calaf: %d Services created, one at a time, in %.1f s\n", f.n, time.Since(start).Seconds())
-	res, err := waitFleet(ctx, b.c, procs, start, f.n, f.namespace)
+	defer watch.stop()
+
+	fmt.Printf("calaf: creating %d Services, %d at a time\n", f.n, b.workers)
+	cpuBefore, start := sampleCPU(), time.Now()
+	if err := createServices(ctx, b.c, sources, f, b.workers); err != nil {
+		return result{}, err
+	}
+	fmt.Printf("calaf: %d Services created in %.1f s\n", f.n, time.Since(start).Seconds())
+	res, err := waitFleet(ctx, watch, procs, start, cpuBefore, f.n)
 	if err != nil {
 		return result{}, err
 	}
@@ -190,9 +200,12 @@ func (p *operatorProcess) stop() {
 	_ = os.RemoveAll(p.dir)
 }
 
-// createServices creates f's n Services, each with its own inputs and its shard's labels;
-// Service i's package is sources[i], or the only one.
-func createServices(ctx context.Context, c client.Client, sources []*v1alpha1.UploadSource, f fleet) error {
+// createServices creates f's n Services, each with its own inputs and its shard's labels,
+// workers at once (as many as the concurrent baseline's); Service i's package is
+// sources[i], or the only one.
+func createServices(ctx context.Context, c client.Client, sources []*v1alpha1.UploadSource, f fleet, workers int) error {
+	group, ctx := errgroup.WithContext(ctx)
+	group.SetLimit(max(workers, 1))
 	for i := 0; i < f.n; i++ {
 		svc := &v1alpha1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: serviceName(i), Labels: shardLabels(i, f.shards), Finalizers: []string{v1alpha1.ServiceFinalizer}},
@@ -204,61 +217,91 @@ func createServices(ctx context.Context, c client.Client, sources []*v1alpha1.Up
 		for key, value := range inputsOf(i) {
 			svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: []byte(strconv.Quote(value.(string)))}
 		}
-		if err := c.Create(ctx, svc); err != nil {
-			return err
-		}
+		group.Go(func() error { return c.Create(ctx, svc) })
 	}
-	return nil
+	return group.Wait()
 }
 
-// waitFleet waits until all n Services are Ready, noting when all were applied and the
-// memory of the operator processes on the way.
-func waitFleet(ctx context.Context, c client.Client, procs []*operatorProcess, start time.Time, n int, namespace string) (result, error) {
+// serviceWatch follows the Services of a namespace through a watch (an informer's cache),
+// so that waiting for them costs the API server one LIST and the events of their changes,
+// not a LIST of all of them every time the bench looks.
+type serviceWatch struct {
+	cache  cache.Cache
+	cancel context.CancelFunc
+}
+
+// watchServices starts following the Services of namespace.
+func watchServices(ctx context.Context, config *rest.Config, namespace string) (*serviceWatch, error) {
+	c, err := cache.New(config, cache.Options{Scheme: operator.NewScheme(), DefaultNamespaces: map[string]cache.Config{namespace: {}}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.GetInformer(ctx, &v1alpha1.Service{}); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		cancel()
+		return nil, fmt.Errorf("the watch of the Services of %s did not start", namespace)
+	}
+	return &serviceWatch{cache: c, cancel: cancel}, nil
+}
+
+func (w *serviceWatch) stop() { w.cancel() }
+
+// waitFleet waits until all n Services are Ready, noting when all were applied (and the
+// CPU used until then, from cpuBefore) and the memory of the operator processes on the way.
+func waitFleet(ctx context.Context, watch *serviceWatch, procs []*operatorProcess, start time.Time, cpuBefore cpuTimes, n int) (result, error) {
 	var pids []int
 	for _, p := range procs {
 		pids = append(pids, p.op.Pid())
 	}
 	mem := newMemory(pids)
 	var applied time.Duration
-	deadline := time.Now().Add(30 * time.Minute)
-	for time.Now().Before(deadline) {
-		mem.sample()
-		ready, done, err := countServices(ctx, c, namespace)
+	var cpu map[string]time.Duration
+	lastSample := time.Time{}
+	for deadline := time.Now().Add(30 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if time.Since(lastSample) >= time.Second {
+			mem.sample()
+			lastSample = time.Now()
+		}
+		ready, done, err := countServices(ctx, watch.cache)
 		if err != nil {
 			return result{}, err
 		}
 		if done >= n && applied == 0 {
-			applied = time.Since(start)
+			applied, cpu = time.Since(start), sampleCPU().since(cpuBefore)
 		}
-		if ready >= n {
-			duration := time.Since(start)
-			mem.sample()
-			var compiles, failed int64
-			for i, p := range procs {
-				fmt.Println("   RSS at its peak:", mem.splits[i])
-				metrics := p.metrics()
-				printRequests(metrics)
-				compiles += metricSum(metrics, "calaf_compile_duration_seconds_count")
-				failed += metricSum(metrics, `calaf_compile_duration_seconds_count{result="error"}`)
-				if path := os.Getenv("CALAF_FLEET_HEAP_PROFILE"); path != "" {
-					p.saveHeapProfile(path + suffix(i))
-				}
-			}
-			if applied == 0 {
-				applied = duration
-			}
-			return mem.result(result{applied: applied, duration: duration, compiles: compiles, failedCompiles: failed}), nil
+		if ready < n {
+			continue
 		}
-		time.Sleep(time.Second)
+		duration := time.Since(start)
+		mem.sample()
+		var compiles, failed int64
+		for i, p := range procs {
+			fmt.Println("   RSS at its peak:", mem.splits[i])
+			metrics := p.metrics()
+			printRequests(metrics)
+			compiles += metricSum(metrics, "calaf_compile_duration_seconds_count")
+			failed += metricSum(metrics, `calaf_compile_duration_seconds_count{result="error"}`)
+			if path := os.Getenv("CALAF_FLEET_HEAP_PROFILE"); path != "" {
+				p.saveHeapProfile(path + suffix(i))
+			}
+		}
+		if applied == 0 {
+			applied, cpu = duration, sampleCPU().since(cpuBefore)
+		}
+		return mem.result(result{applied: applied, duration: duration, compiles: compiles, failedCompiles: failed, cpu: cpu}), nil
 	}
 	return result{}, fmt.Errorf("the Services were not all Ready in time; operator log: %s", procs[0].op.LogPath)
 }
 
-// countServices counts the Services of namespace that are Ready, and those Applied, for
-// their generation.
-func countServices(ctx context.Context, c client.Client, namespace string) (ready, applied int, err error) {
+// countServices counts the Services c holds that are Ready, and those Applied, for their
+// generation.
+func countServices(ctx context.Context, c client.Reader) (ready, applied int, err error) {
 	var list v1alpha1.ServiceList
-	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, 0, err
 	}
 	for _, svc := range list.Items {

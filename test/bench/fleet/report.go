@@ -87,6 +87,10 @@ func medians(rounds [][]result) []result {
 		for key := range runs[0].requests {
 			m.requests[key] = median[int64](runs, func(r result) float64 { return float64(r.requests[key]) }, nil)
 		}
+		m.cpu = map[string]time.Duration{}
+		for _, group := range cpuGroups {
+			m.cpu[group] = median[time.Duration](runs, func(r result) float64 { return float64(r.cpu[group]) }, nil)
+		}
 		out = append(out, m)
 	}
 	return out
@@ -126,6 +130,7 @@ func writeReport(path string, s settings, runs, smaller []result) error {
 	b.WriteString(setup(s))
 	writeTimes(&b, s, runs)
 	writeRequests(&b, s.n, runs)
+	writeCPU(&b, runs, runs[1])
 	writeTargets(&b, s, runs, smaller)
 	return benchreport.WriteSectionMatching(path, regexp.MustCompile(scaleHeading), b.String())
 }
@@ -162,7 +167,7 @@ const memoryNote = "*Peak RSS per process*: each operator process's high-water m
 
 func setup(s settings) string {
 	return "Each Service is the shape of Flux's kustomize-controller benchmark: a Deployment scaled to zero, a ServiceAccount, a Service and a ConfigMap (test/bench/fleet/package), with its own inputs, all Services of one package. " +
-		"The bench creates the Services as `calaf deploy` does, carrying the operator's finalizer: a Service created without it (by a GitOps tool, say) costs one write more, the operator's finalizer patch on its first reconcile. " +
+		"The bench creates the Services as `calaf deploy` does, carrying the operator's finalizer (a Service created without it, by a GitOps tool say, costs one write more: the operator's finalizer patch on its first reconcile), " + fmt.Sprint(s.workers) + " at a time, as many as the concurrent baseline's workers, and follows them through a watch (one LIST, then the events of their changes; its cache looked at every 100 ms). " +
 		"Every run's namespace is deleted, and its deletion waited for, before the next run starts (test/bench/fleet clearNamespace), so that no run pays for an earlier one's objects: the API server's ClusterIP allocator reads every allocated address for each Service it creates, so its cost per Service grows with the Services the cluster holds. " +
 		"*Applied* runs from the first Service created until every Service reports `Applied` (the operator fetched, compiled, rendered and applied every object); for the baselines, until the last apply request of the same rendered objects was answered. " +
 		"*Ready* (all Services Ready; for the baselines, all Deployments Current) is the cluster's figure more than Calaf's: kube-controller-manager must write each Deployment's status first; the test ground runs it with `--kube-api-qps " + os.Getenv("CALAF_KCM_QPS") + "` (default 20) so that it is not the only thing measured. " +

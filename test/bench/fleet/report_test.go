@@ -20,7 +20,14 @@ func TestReports(t *testing.T) {
 	s := settings{n: 10, workers: 4, rounds: 1, operatorQPS: 200, shards: 2}
 	steps := []func() error{
 		func() error { return writeDistinctReport(path, s, medians([][]result{{raw, op(25, 150<<20)}})) },
-		func() error { return writeReport(path, s, []result{raw, raw, op(20, 150<<20)}, nil) },
+		func() error {
+			cpu := func(apiserver, operator time.Duration) map[string]time.Duration {
+				return map[string]time.Duration{"API server": apiserver * time.Second, "operator": operator * time.Second}
+			}
+			base, calaf := raw, op(20, 150<<20)
+			base.cpu, calaf.cpu = cpu(8, 0), cpu(12, 4)
+			return writeReport(path, s, []result{base, base, calaf}, nil)
+		},
 		func() error { return writeShardsReport(path, s, []result{op(40, 150<<20), op(30, 120<<20, 110<<20)}) },
 		func() error { return writeDistinctReport(path, s, []result{raw, op(35, 150<<20)}) },
 	}
@@ -37,6 +44,7 @@ func TestReports(t *testing.T) {
 		"## Operator at scale: 10 Services, 2 shards against 1 operator\n", "time to all applied 0.75×", "peak RSS 120 + 110 MiB against 150 MiB",
 		"| calaf | 30.0 s | 0.75× | 35.0 s | 120 + 110 MiB | 200 MiB | 400 MiB |",
 		"| raw | 10.0 s | 1.00× | — | 50 MiB | — | — |",
+		"| calaf | 12.0 | 0.0 | 0.0 | 0.0 | 4.0 | 0.0 | 0.0 | 16.0 | 2.00× | 20.0 s |",
 	} {
 		if strings.Count(text, want) != 1 {
 			t.Errorf("%q is there %d times in:\n%s", want, strings.Count(text, want), text)
