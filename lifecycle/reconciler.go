@@ -37,7 +37,8 @@ type EventRecorder interface {
 // occurrences of one Service are never handled concurrently.
 type Reconciler struct {
 	client.Client
-	// APIReader reads the occurrence being run, fresher than the cache.
+	// APIReader reads the occurrence being run, and the occurrences before one starts,
+	// fresher than the cache.
 	APIReader client.Reader
 	Recorder  EventRecorder
 	// Notify asks for an immediate reconcile of a Service (controller.Triggers).
@@ -81,7 +82,7 @@ func serviceOfOperation(_ context.Context, obj client.Object) []reconcile.Reques
 // Reconcile moves the active occurrence of a Service on by one step and tells the others
 // that they wait for it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	occurrences, err := r.occurrences(ctx, req.Namespace, req.Name)
+	occurrences, active, err := r.activeOccurrence(ctx, req.Namespace, req.Name)
 	if err != nil || len(occurrences) == 0 {
 		return ctrl.Result{}, err
 	}
@@ -95,7 +96,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		svc = nil
 	}
-	active := activeOf(occurrences)
 	for _, op := range occurrences {
 		if op != active && !op.Status.OperationState.Final() {
 			if err := r.queue(ctx, svc, op, active); err != nil {
@@ -113,11 +113,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.advance(ctx, svc, current)
 }
 
-// occurrences lists a Service's occurrences (not the hook runs of occurrences), oldest
-// first.
-func (r *Reconciler) occurrences(ctx context.Context, namespace, service string) ([]*v1alpha1.Operation, error) {
+// activeOccurrence lists a Service's occurrences and returns the one that holds it
+// (activeOf). The list comes from the cache, unless the cache names an occurrence that has
+// not started: starting one is decided on the API server's list, since the cache may not
+// show yet that another one started (occurrences created within the same second are
+// ordered by their generated names, so the newer one may come first).
+func (r *Reconciler) activeOccurrence(ctx context.Context, namespace, service string) ([]*v1alpha1.Operation, *v1alpha1.Operation, error) {
+	occurrences, err := listOccurrences(ctx, r.Client, namespace, service)
+	if err != nil {
+		return nil, nil, err
+	}
+	active := activeOf(occurrences)
+	if active == nil || started(active.Status.OperationState) {
+		return occurrences, active, nil
+	}
+	if occurrences, err = listOccurrences(ctx, r.APIReader, namespace, service); err != nil {
+		return nil, nil, err
+	}
+	return occurrences, activeOf(occurrences), nil
+}
+
+// listOccurrences lists a Service's occurrences (not the hook runs of occurrences) with
+// reader, oldest first.
+func listOccurrences(ctx context.Context, reader client.Reader, namespace, service string) ([]*v1alpha1.Operation, error) {
 	list := &v1alpha1.OperationList{}
-	if err := r.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, err
 	}
 	var out []*v1alpha1.Operation
@@ -144,8 +164,7 @@ func before(a, b *v1alpha1.Operation) bool {
 func activeOf(occurrences []*v1alpha1.Operation) *v1alpha1.Operation {
 	var first *v1alpha1.Operation
 	for _, op := range occurrences {
-		switch op.Status.OperationState {
-		case v1alpha1.StateProcessing, v1alpha1.StateFailedTemp, v1alpha1.StateRollingBack:
+		if started(op.Status.OperationState) {
 			return op
 		}
 		if first == nil && !op.Status.OperationState.Final() {
@@ -153,6 +172,16 @@ func activeOf(occurrences []*v1alpha1.Operation) *v1alpha1.Operation {
 		}
 	}
 	return first
+}
+
+// started tells whether an occurrence in state holds its Service: it started and has not
+// ended (PROCESSING, FAILED_TEMP, ROLLING_BACK).
+func started(state v1alpha1.OperationState) bool {
+	switch state {
+	case v1alpha1.StateProcessing, v1alpha1.StateFailedTemp, v1alpha1.StateRollingBack:
+		return true
+	}
+	return false
 }
 
 // queue accepts a new occurrence (STARTING) and says which occurrence it waits for.
