@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -46,7 +47,8 @@ func Main(args []string) (code int, isWorker bool) {
 	return Run(args, os.Stdin, os.Stdout, os.Stderr), true
 }
 
-// Run is a worker process: it reads its limits from args (--memory, --stack, in bytes),
+// Run is a worker process: it reads its limits from args (--memory, --stack, in bytes) and
+// its garbage collection target (--gc-percent),
 // serves requests on in and out, and logs on errOut. It returns the exit code.
 func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	flags := flag.NewFlagSet(commandName, flag.ContinueOnError)
@@ -54,8 +56,12 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	limits := DefaultLimits()
 	flags.Int64Var(&limits.Memory, "memory", limits.Memory, "address space the worker may add to what it reserved at start, in bytes")
 	flags.Int64Var(&limits.Stack, "stack", limits.Stack, "maximum stack of one goroutine, in bytes")
+	gcPercent := flags.Int("gc-percent", 0, "garbage collection target, as GOGC (0: the runtime's)")
 	if err := flags.Parse(args); err != nil {
 		return 2
+	}
+	if *gcPercent > 0 {
+		debug.SetGCPercent(*gcPercent)
 	}
 	log := logr.New(funcr.New(func(prefix, args string) { fmt.Fprintln(errOut, prefix, args) }, funcr.Options{}).GetSink())
 	if err := Serve(in, out, limits, log); err != nil {

@@ -250,3 +250,27 @@ func TestWorkerFromAnotherBinary(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestWorkerGCTarget checks the garbage collection target a worker runs with, as it says
+// in its hello: DefaultGCPercent by default, the runtime's own (100, the workers' GOGC
+// being unset) when the pool sets none.
+func TestWorkerGCTarget(t *testing.T) {
+	pkg := openExample(t, "hello-world")
+	for _, tc := range []struct {
+		set, want int
+	}{{DefaultGCPercent, DefaultGCPercent}, {250, 250}, {0, 100}} {
+		pool := newPool(t, func(o *Options) { o.GCPercent = tc.set })
+		if _, err := pool.Compile(context.Background(), pkg, nil, tosca.CompileOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pool.lock.Lock()
+		var got []int
+		for _, pr := range pool.idle {
+			got = append(got, pr.hello.GCPercent)
+		}
+		pool.lock.Unlock()
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("GCPercent %d: the workers run with %v, want [%d]", tc.set, got, tc.want)
+		}
+	}
+}

@@ -57,6 +57,9 @@ func (pr *process) usedClout(key string) {
 func (p *Pool) startProcess(ctx context.Context) (*process, error) {
 	args := append(append([]string{}, p.opts.Command[1:]...),
 		"--memory", strconv.FormatInt(p.opts.Limits.Memory, 10), "--stack", strconv.FormatInt(p.opts.Limits.Stack, 10))
+	if p.opts.GCPercent > 0 {
+		args = append(args, "--gc-percent", strconv.Itoa(p.opts.GCPercent))
+	}
 	cmd := exec.Command(p.opts.Command[0], args...)
 	cmd.Env = append([]string{"TMPDIR=" + os.TempDir(), "GOTRACEBACK=single"}, p.opts.Env...)
 	cmd.SysProcAttr = sysProcAttr()

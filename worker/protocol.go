@@ -36,11 +36,13 @@ const (
 type hello struct {
 	Version int
 	Layout  string
-	// Pid, VirtualBytes and MemoryLimit are the worker's answer: who it is, the address
-	// space it had reserved when it set its limit, and the limit.
+	// Pid, VirtualBytes, MemoryLimit and GCPercent are the worker's answer: who it is, the
+	// address space it had reserved when it set its limit, the limit, and its garbage
+	// collection target.
 	Pid          int
 	VirtualBytes int64
 	MemoryLimit  int64
+	GCPercent    int
 }
 
 // request is one piece of package work.

@@ -61,7 +61,7 @@ func Serve(in io.Reader, out io.Writer, limits Limits, log logr.Logger) error {
 	if greeting.Version != protocolVersion || greeting.Layout != layout() {
 		return fmt.Errorf("the pool speaks protocol %d/%s, this worker %d/%s: not the same binary", greeting.Version, greeting.Layout, protocolVersion, layout())
 	}
-	answer := hello{Version: protocolVersion, Layout: layout(), Pid: os.Getpid(), VirtualBytes: virtual, MemoryLimit: limits.Memory}
+	answer := hello{Version: protocolVersion, Layout: layout(), Pid: os.Getpid(), VirtualBytes: virtual, MemoryLimit: limits.Memory, GCPercent: gcPercent()}
 	if err := flushFrame(writer, &answer); err != nil {
 		return err
 	}
@@ -217,4 +217,11 @@ func leftRunning(before int) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return true
+}
+
+// gcPercent reads the runtime's garbage collection target (GOGC).
+func gcPercent() int {
+	percent := debug.SetGCPercent(100)
+	debug.SetGCPercent(percent)
+	return percent
 }

@@ -28,6 +28,7 @@ func registerIsolationFlags(cmd *cobra.Command, opts *operator.Options) {
 	w := &opts.Workers
 	cmd.Flags().IntVar(&w.Size, "workers", w.Size, "worker processes compiling and rendering packages at once")
 	cmd.Flags().Var(bytesFlag{&w.Limits.Memory}, "worker-memory", "memory limit of each worker process, e.g. 512Mi")
+	cmd.Flags().IntVar(&w.GCPercent, "worker-gc-percent", w.GCPercent, "garbage collection target of each worker process, as GOGC (0 or less: Go's 100)")
 	cmd.Flags().DurationVar(&w.CompileTimeout, "compile-timeout", w.CompileTimeout, "wall deadline of one compile in a worker (a render's is --script-timeout once for every 100 node templates, plus 20s)")
 	cmd.Flags().BoolVar(&opts.InProcess, "in-process", false, "compile and render in the operator's own process, without workers (a package can then crash the operator)")
 }
