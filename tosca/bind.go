@@ -25,16 +25,20 @@ import (
 // strings, integers, floats or booleans (or values of the wrong type, which Puccini must
 // diagnose), Compile falls back to a full compile.
 
-// template is a package compiled with default inputs, and the inputs bindable onto it.
-type template struct {
-	base *cloutpkg.Clout
-	// required are inputs without a default that the base compile got placeholder values
+// Template is a package compiled with default inputs, and the inputs bindable onto it. A
+// worker process binds onto a Template it was sent once, instead of being sent every
+// bound Clout (package worker).
+type Template struct {
+	// Key identifies the template's Base among Clouts: the package digest's.
+	Key  string
+	Base *cloutpkg.Clout
+	// Required are inputs without a default that the base compile got placeholder values
 	// for: a bind must provide them all.
-	required map[string]bool
-	bindable map[string]string // input name → primitive type
-	// provided holds each bindable input's notation metadata as Puccini writes it for a
+	Required map[string]bool
+	Bindable map[string]string // input name → primitive type
+	// Provided holds each bindable input's notation metadata as Puccini writes it for a
 	// provided value (its validators are located at the input, not at its default).
-	provided map[string]ard.Value
+	Provided map[string]ard.Value
 }
 
 // compiledBefore tells whether a package was compiled before (or has a template), and
@@ -52,7 +56,7 @@ func (c *Compiler) compiledBefore(digest string) bool {
 
 // templateFor returns the template of a package, compiling and probing it on first use;
 // nil when the package's inputs cannot be bound.
-func (c *Compiler) templateFor(ctx contextpkg.Context, pkg *Package) *template {
+func (c *Compiler) templateFor(ctx contextpkg.Context, pkg *Package) *Template {
 	if t, ok := c.templates.Get(pkg.Digest); ok {
 		return t
 	}
@@ -64,10 +68,10 @@ func (c *Compiler) templateFor(ctx contextpkg.Context, pkg *Package) *template {
 		c.templates.Put(pkg.Digest, t)
 		return t, nil
 	})
-	return t.(*template)
+	return t.(*Template)
 }
 
-func (c *Compiler) probe(ctx contextpkg.Context, pkg *Package) *template {
+func (c *Compiler) probe(ctx contextpkg.Context, pkg *Package) *Template {
 	placeholders := map[string]any{}
 	base, err := c.timedCompile(ctx, pkg, nil, CompileOptions{})
 	if err != nil {
@@ -117,7 +121,7 @@ func (c *Compiler) probe(ctx contextpkg.Context, pkg *Package) *template {
 	for name := range placeholders {
 		required[name] = true
 	}
-	return &template{base: base, bindable: types, provided: provided, required: required}
+	return &Template{Key: "template " + pkg.Digest, Base: base, Bindable: types, Provided: provided, Required: required}
 }
 
 // requiredPlaceholders returns a value for each input a compile reported unassigned, of
@@ -163,16 +167,17 @@ func between(s, start, end string) string {
 	return value
 }
 
-// bind returns the template's Clout with inputs bound, or false when they cannot be.
-func (t *template) bind(inputs map[string]any) (*cloutpkg.Clout, bool) {
-	for name := range t.required {
+// Bind returns a copy of the template's Clout with inputs bound, or false when they
+// cannot be.
+func (t *Template) Bind(inputs map[string]any) (*cloutpkg.Clout, bool) {
+	for name := range t.Required {
 		if _, ok := inputs[name]; !ok {
 			return nil, false
 		}
 	}
 	values := make(map[string]any, len(inputs))
 	for name, value := range inputs {
-		typeName, ok := t.bindable[name]
+		typeName, ok := t.Bindable[name]
 		if !ok {
 			return nil, false
 		}
@@ -180,7 +185,7 @@ func (t *template) bind(inputs map[string]any) (*cloutpkg.Clout, bool) {
 			return nil, false
 		}
 	}
-	clout, err := t.base.Copy()
+	clout, err := t.Base.Copy()
 	if err != nil {
 		return nil, false
 	}
@@ -191,7 +196,7 @@ func (t *template) bind(inputs map[string]any) (*cloutpkg.Clout, bool) {
 			return nil, false
 		}
 		input["$primitive"] = value
-		if meta, ok := t.provided[name]; ok {
+		if meta, ok := t.Provided[name]; ok {
 			input["$meta"] = ard.Copy(meta)
 		}
 	}

@@ -43,6 +43,8 @@ type Compiled struct {
 	// Bound: made by binding Inputs onto the package's template (bind.go), which one
 	// compile of the package makes again after a restart: nothing of it needs keeping.
 	Bound bool
+	// Template is the template a bound Clout was made from.
+	Template *Template
 }
 
 // pucciniLock serializes Puccini parses across all the Compilers of the process. Each
@@ -77,7 +79,7 @@ type Compiler struct {
 	// flight runs one compile per compile key, and one template probe per package.
 	flight    singleflight.Group
 	cache     *lru.Cache[*Compiled]
-	templates *lru.Cache[*template]
+	templates *lru.Cache[*Template]
 	// compiledOnce holds the digests of packages compiled once: a template is made for
 	// a package only when it is compiled again with other inputs.
 	compiledOnce *lru.Cache[struct{}]
@@ -90,7 +92,7 @@ type CompileFunc func(ctx contextpkg.Context, pkg *Package, inputs map[string]an
 // NewCompiler returns a compiler keeping up to cacheSize compiled packages.
 func NewCompiler(cacheSize int) *Compiler {
 	templates := max(cacheSize/8, 8)
-	return &Compiler{cache: lru.New[*Compiled](cacheSize), templates: lru.New[*template](templates), compiledOnce: lru.New[struct{}](templates * 8)}
+	return &Compiler{cache: lru.New[*Compiled](cacheSize), templates: lru.New[*Template](templates), compiledOnce: lru.New[struct{}](templates * 8)}
 }
 
 // CacheKey identifies a compile: the package digest and the inputs.
@@ -134,14 +136,14 @@ func (c *Compiler) Bound(pkg *Package, inputs map[string]any, opts CompileOption
 	if !ok || t == nil {
 		return nil, false
 	}
-	clout, ok := t.bind(inputs)
+	clout, ok := t.Bind(inputs)
 	if !ok {
 		return nil, false
 	}
 	if c.OnBind != nil {
 		c.OnBind()
 	}
-	compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg, Bound: true}
+	compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg, Bound: true, Template: t}
 	c.cache.Put(key, compiled)
 	return compiled, true
 }
@@ -188,11 +190,11 @@ func (c *Compiler) CompileWith(ctx contextpkg.Context, pkg *Package, inputs map[
 func (c *Compiler) compileOrBind(ctx contextpkg.Context, key string, pkg *Package, inputs map[string]any, opts CompileOptions) (*Compiled, error) {
 	if again := c.compiledBefore(pkg.Digest); again && c.Binding && len(inputs) > 0 && opts.IsZero() {
 		if t := c.templateFor(ctx, pkg); t != nil {
-			if clout, ok := t.bind(inputs); ok {
+			if clout, ok := t.Bind(inputs); ok {
 				if c.OnBind != nil {
 					c.OnBind()
 				}
-				compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg, Bound: true}
+				compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg, Bound: true, Template: t}
 				c.cache.Put(key, compiled)
 				return compiled, nil
 			}

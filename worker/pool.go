@@ -191,11 +191,11 @@ func (p *Pool) release(pr *process, reuse bool) {
 
 // do runs one request on a worker and turns its answer into an error or a response.
 func (p *Pool) do(ctx context.Context, req *request, deadline time.Duration) (*response, error) {
-	pr, err := p.acquire(ctx, req.CompileKey)
+	pr, err := p.acquire(ctx, req.cloutKey())
 	if err != nil {
 		return nil, err
 	}
-	if req.Op != opCompile && pr.hasClout(req.CompileKey) {
+	if req.Op != opCompile && pr.hasClout(req.cloutKey()) {
 		req.Clout = nil // the worker decoded it already
 	}
 	cpu := time.Duration(float64(deadline) * p.opts.CPUFactor)
@@ -215,9 +215,9 @@ func (p *Pool) do(ctx context.Context, req *request, deadline time.Duration) (*r
 	switch {
 	case req.CompileKey == "" || req.Op == opCompile:
 	case strings.HasPrefix(resp.Failure, noClout):
-		pr.forgetClout(req.CompileKey)
+		pr.forgetClout(req.cloutKey())
 	default:
-		pr.usedClout(req.CompileKey)
+		pr.usedClout(req.cloutKey())
 	}
 	p.release(pr, !resp.Tainted)
 	return resp, nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -271,6 +272,83 @@ func TestWorkerGCTarget(t *testing.T) {
 		pool.lock.Unlock()
 		if len(got) != 1 || got[0] != tc.want {
 			t.Errorf("GCPercent %d: the workers run with %v, want [%d]", tc.set, got, tc.want)
+		}
+	}
+}
+
+// TestBoundRendersBindInTheWorker renders a package for several Services whose inputs the
+// compiler binds onto its template: each render matches the same render in this process,
+// and the worker was sent the template's base Clout, not the Clout of any Service.
+func TestBoundRendersBindInTheWorker(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t, func(o *Options) { o.Size = 1 })
+	pkg := writePackage(t, `tosca_definitions_version: tosca_simple_yaml_1_3
+imports:
+- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
+topology_template:
+  inputs:
+    app: { type: string }
+    replicas: { type: integer, default: 1 }
+  node_templates:
+    config:
+      type: calaf.nodes.ConfigMap
+      properties:
+        data:
+          app: { get_input: app }
+    app:
+      type: calaf.nodes.Deployment
+      properties:
+        image: busybox:1.36
+        replicas: { get_input: replicas }
+        env:
+          APP: { get_input: app }
+`)
+	compiler, local := tosca.NewCompiler(8), tosca.NewCompiler(8)
+	compiler.Binding, compiler.Run = true, pool.Compile
+	renderer := render.NewRenderer(8)
+	renderer.Run = pool.Render
+	var bound []*tosca.Compiled
+	for i, inputs := range []map[string]any{{"app": "a"}, {"app": "b", "replicas": 2}, {"app": "c"}, {"app": "d", "replicas": 3}} {
+		compiled, err := compiler.Compile(ctx, pkg, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := render.Options{Service: fmt.Sprintf("s%d", i), Namespace: "ns"}
+		isolated, err := renderer.Render(ctx, compiled, opts)
+		if err != nil {
+			t.Fatalf("inputs %v in a worker: %v", inputs, err)
+		}
+		want, err := local.Compile(ctx, pkg, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inProcess, err := render.NewRenderer(1).Render(ctx, want, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		isolated.Key, inProcess.Key = "", ""
+		if !reflect.DeepEqual(isolated, inProcess) {
+			t.Errorf("inputs %v: the render in a worker differs from the render in process", inputs)
+		}
+		if compiled.Template != nil {
+			bound = append(bound, compiled)
+		}
+	}
+	if len(bound) < 2 {
+		t.Fatalf("%d of the compiles were bound onto a template, want at least 2", len(bound))
+	}
+	pool.lock.Lock()
+	defer pool.lock.Unlock()
+	if len(pool.idle) != 1 {
+		t.Fatalf("%d idle workers, want 1", len(pool.idle))
+	}
+	held := pool.idle[0].clouts
+	if !slices.Contains(held, bound[0].Template.Key) {
+		t.Errorf("the worker holds the Clouts %v, not the template's base %s", held, bound[0].Template.Key)
+	}
+	for _, c := range bound {
+		if slices.Contains(held, c.Key) {
+			t.Errorf("the worker was sent the bound Clout of %v", c.Inputs)
 		}
 	}
 }

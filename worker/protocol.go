@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	cloutpkg "github.com/tliron/puccini/clout"
+
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 )
@@ -56,6 +58,9 @@ type request struct {
 	// encoded (empty when the worker said it has it).
 	CompileKey string
 	Clout      []byte
+	// Bind, when set, makes the Clout of CompileKey by binding Inputs onto a package's
+	// template: Clout is then the template's base, sent once per worker.
+	Bind *bindSpec
 	// Render are the options of a render.
 	Render render.Options
 	// Timeout and Coerce are an evaluation's.
@@ -171,4 +176,30 @@ func describe(b *strings.Builder, t reflect.Type, seen map[reflect.Type]bool) {
 		describe(b, t.Key(), seen)
 		describe(b, t.Elem(), seen)
 	}
+}
+
+// bindSpec is a tosca.Template without its base Clout, which travels as a request's Clout.
+type bindSpec struct {
+	Key      string
+	Required map[string]bool
+	Bindable map[string]string
+	Provided map[string]any
+}
+
+func newBindSpec(t *tosca.Template) *bindSpec {
+	return &bindSpec{Key: t.Key, Required: t.Required, Bindable: t.Bindable, Provided: t.Provided}
+}
+
+// template is the tosca.Template the spec describes, with base as its Clout.
+func (b *bindSpec) template(base *cloutpkg.Clout) *tosca.Template {
+	return &tosca.Template{Key: b.Key, Base: base, Required: b.Required, Bindable: b.Bindable, Provided: b.Provided}
+}
+
+// cloutKey is the key of the Clout a request carries, or that the worker may have already:
+// its template's base when it binds, its compile key otherwise.
+func (r *request) cloutKey() string {
+	if r.Bind != nil {
+		return r.Bind.Key
+	}
+	return r.CompileKey
 }

@@ -155,21 +155,36 @@ func (s *server) renderOrEvaluate(ctx context.Context, req *request, pkg *tosca.
 	return nil
 }
 
-// clout returns the request's Clout: decoded from the request, or the one decoded last
-// time for the same compile key.
+// clout returns the request's Clout: the inputs bound onto its template's base, or the
+// Clout itself.
 func (s *server) clout(req *request) (*cloutpkg.Clout, error) {
+	clout, err := s.cached(req)
+	if err != nil || req.Bind == nil {
+		return clout, err
+	}
+	bound, ok := req.Bind.template(clout).Bind(req.Inputs)
+	if !ok {
+		return nil, fmt.Errorf("the inputs do not bind onto the template %s", req.Bind.Key)
+	}
+	return bound, nil
+}
+
+// cached returns the Clout the request carries, decoded, or the one decoded last time for
+// the same key.
+func (s *server) cached(req *request) (*cloutpkg.Clout, error) {
+	key := req.cloutKey()
 	if len(req.Clout) == 0 {
-		if clout, ok := s.clouts.Get(req.CompileKey); ok {
+		if clout, ok := s.clouts.Get(key); ok {
 			return clout, nil
 		}
-		return nil, fmt.Errorf("%s %s", noClout, req.CompileKey)
+		return nil, fmt.Errorf("%s %s", noClout, key)
 	}
 	clout, err := decodeClout(req.Clout)
 	if err != nil {
 		return nil, err
 	}
-	if req.CompileKey != "" {
-		s.clouts.Put(req.CompileKey, clout)
+	if key != "" {
+		s.clouts.Put(key, clout)
 	}
 	return clout, nil
 }
