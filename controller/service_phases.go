@@ -364,7 +364,7 @@ func (r *ServiceReconciler) ensureCompiled(ctx context.Context, s *scope) error 
 			return r.invalid(s, v1alpha1.ConditionCompiled, err)
 		}
 	}
-	if !compiled.Bound {
+	if compiled.Template == nil {
 		s.saveState(ctx, r, compiled)
 	}
 	s.Compiled, s.facts = compiled, factsOf(compiled)

@@ -40,10 +40,9 @@ type Compiled struct {
 	Inputs map[string]any
 	// Package is the package the Clout was compiled from; it stays open while cached.
 	Package *Package
-	// Bound: made by binding Inputs onto the package's template (bind.go), which one
-	// compile of the package makes again after a restart: nothing of it needs keeping.
-	Bound bool
-	// Template is the template a bound Clout was made from.
+	// Template, when set, is the template the Clout was made from by binding Inputs onto
+	// it (bind.go), which one compile of the package makes again after a restart: nothing
+	// of such a compile needs keeping.
 	Template *Template
 }
 
@@ -143,7 +142,7 @@ func (c *Compiler) Bound(pkg *Package, inputs map[string]any, opts CompileOption
 	if c.OnBind != nil {
 		c.OnBind()
 	}
-	compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg, Bound: true, Template: t}
+	compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg, Template: t}
 	c.cache.Put(key, compiled)
 	return compiled, true
 }
@@ -194,7 +193,7 @@ func (c *Compiler) compileOrBind(ctx contextpkg.Context, key string, pkg *Packag
 				if c.OnBind != nil {
 					c.OnBind()
 				}
-				compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg, Bound: true, Template: t}
+				compiled := &Compiled{Clout: clout, Key: key, Digest: pkg.Digest, Inputs: inputs, Package: pkg, Template: t}
 				c.cache.Put(key, compiled)
 				return compiled, nil
 			}

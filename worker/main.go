@@ -48,8 +48,8 @@ func Main(args []string) (code int, isWorker bool) {
 }
 
 // Run is a worker process: it reads its limits from args (--memory, --stack, in bytes) and
-// its garbage collection target (--gc-percent),
-// serves requests on in and out, and logs on errOut. It returns the exit code.
+// its garbage collection target (--gc-percent), serves requests on in and out, and logs on
+// errOut. It returns the exit code.
 func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 	flags := flag.NewFlagSet(commandName, flag.ContinueOnError)
 	flags.SetOutput(errOut)
