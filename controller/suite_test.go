@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/test/raceworker"
@@ -187,7 +188,7 @@ func reconcileCount() float64 {
 }
 
 func TestMain(m *testing.M) {
-	if code, isWorker := worker.Main(os.Args); isWorker {
+	if code, isWorker := worker.Main(os.Args, helmchart.Engine{}); isWorker {
 		os.Exit(code) // the operator's worker processes are this binary too
 	}
 	os.Exit(run(m))

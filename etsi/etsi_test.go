@@ -4,14 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
-
-	"helm.sh/helm/v3/pkg/chart/loader"
 )
 
 // Tacker's parameter files are JSON with trailing commas, or YAML; both read alike.
@@ -166,20 +161,5 @@ func TestChartArchiveBomb(t *testing.T) {
 	files, err := chartArchiveFiles(tgz(t, map[string][]byte{"ok/Chart.yaml": []byte("apiVersion: v2\nname: ok\nversion: 1.0.0\n"), "ok/templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: { name: x }\n")}))
 	if err != nil || len(files) != 2 {
 		t.Fatalf("a good archive: %v (%d files)", err, len(files))
-	}
-}
-
-// Templates that render past the deadline end with ErrHelmTimeout.
-func TestHelmDeadline(t *testing.T) {
-	ch, err := loader.LoadFiles([]*loader.BufferedFile{
-		{Name: "Chart.yaml", Data: []byte("apiVersion: v2\nname: slow\nversion: 1.0.0\n")},
-		{Name: "templates/slow.yaml", Data: []byte("{{ range until 3000 }}{{ range until 3000 }}{{ end }}{{ end }}\n")},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = renderTemplates(context.Background(), ch, map[string]any{}, "r", "ns", 50*time.Millisecond)
-	if !errors.Is(err, ErrHelmTimeout) {
-		t.Errorf("a slow chart: %v", err)
 	}
 }

@@ -13,31 +13,19 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/strvals"
 
+	"calaf.io/calaf/etsi/chart"
 	"calaf.io/calaf/tosca"
 )
 
-// DefaultHelmTimeout bounds the rendering of one chart.
-const DefaultHelmTimeout = 10 * time.Second
-
-// Bounds of a chart: its files once decompressed, and what its templates render.
+// Bounds of a chart: its files once decompressed.
 const (
-	maxChartBytes    = 32 << 20
-	maxChartFiles    = 2000
-	maxRenderedBytes = 16 << 20
+	maxChartBytes = 32 << 20
+	maxChartFiles = 2000
 )
-
-// ErrHelmTimeout is a chart whose templates did not render within the deadline.
-var ErrHelmTimeout = errors.New("the Helm templates did not render within the deadline")
 
 // chartSource is a chart of the package and the node its objects belong to.
 type chartSource struct {
@@ -67,12 +55,16 @@ func (m *mapper) charts() []chartSource {
 	return charts
 }
 
-// helm renders the flavour's charts in-process with the Helm SDK (template only: no
+// helm renders the flavour's charts with the input's chart engine (template only: no
 // release, no hooks run, nothing installed), with values from the chart, the request's
 // helm_parameters, and each VDU's replicas under its helm_value_names entry. Calaf then
 // applies the objects like every other.
 func (m *mapper) helm(ctx context.Context) error {
-	for _, source := range m.charts() {
+	charts := m.charts()
+	if len(charts) > 0 && m.in.Charts == nil {
+		return fmt.Errorf("%s deploys a Helm chart: %w", charts[0].file, chart.ErrNoEngine)
+	}
+	for _, source := range charts {
 		objects, err := m.renderChart(ctx, source)
 		if err != nil {
 			return err
@@ -86,7 +78,7 @@ func (m *mapper) helm(ctx context.Context) error {
 }
 
 func (m *mapper) renderChart(ctx context.Context, source chartSource) ([]*object, error) {
-	ch, err := m.loadChart(source.file)
+	files, err := m.chartFiles(source.file)
 	if err != nil {
 		return nil, tosca.Invalid(source.file, "Helm chart: %v", err)
 	}
@@ -94,37 +86,30 @@ func (m *mapper) renderChart(ctx context.Context, source chartSource) ([]*object
 	if err != nil {
 		return nil, tosca.Invalid(source.file, "Helm values: %v", err)
 	}
-	rendered, err := renderTemplates(ctx, ch, values, m.in.Service, m.in.Namespace, m.in.HelmTimeout)
+	rendered, err := m.in.Charts.Render(ctx, chart.Request{Files: files, Values: values, Release: m.in.Service, Namespace: m.in.Namespace, Timeout: m.in.HelmTimeout})
 	if err != nil {
-		return nil, tosca.Invalid(source.file, "Helm chart %s: %v", ch.Name(), err)
+		return nil, tosca.Invalid(source.file, "Helm chart %v", err)
 	}
 	return m.chartObjects(source, rendered)
 }
 
-// loadChart loads a chart from a .tgz or a directory of the package, within bounds.
-func (m *mapper) loadChart(file string) (*chart.Chart, error) {
-	var files []*loader.BufferedFile
-	var err error
-	if data, readErr := m.in.Package.ReadFile(file); readErr == nil {
-		files, err = chartArchiveFiles(data)
-	} else {
-		files, err = m.chartDirFiles(file)
+// chartFiles reads a chart from a .tgz or a directory of the package, within bounds.
+func (m *mapper) chartFiles(file string) ([]chart.File, error) {
+	if data, err := m.in.Package.ReadFile(file); err == nil {
+		return chartArchiveFiles(data)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return loader.LoadFiles(files)
+	return m.chartDirFiles(file)
 }
 
 // chartArchiveFiles reads the files of a chart archive, counting what it decompresses.
-func chartArchiveFiles(data []byte) ([]*loader.BufferedFile, error) {
+func chartArchiveFiles(data []byte) ([]chart.File, error) {
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("not a chart archive (.tgz): %v", err)
 	}
 	defer gz.Close()
 	reader := tar.NewReader(io.LimitReader(gz, maxChartBytes+1))
-	var files []*loader.BufferedFile
+	var files []chart.File
 	var total int64
 	for {
 		h, err := reader.Next()
@@ -149,14 +134,14 @@ func chartArchiveFiles(data []byte) ([]*loader.BufferedFile, error) {
 		if len(files) == maxChartFiles {
 			return nil, fmt.Errorf("the chart has more than %d files", maxChartFiles)
 		}
-		files = append(files, &loader.BufferedFile{Name: parts[1], Data: content})
+		files = append(files, chart.File{Name: parts[1], Data: content})
 	}
 }
 
 // chartDirFiles reads a chart directory of the package.
-func (m *mapper) chartDirFiles(dir string) ([]*loader.BufferedFile, error) {
+func (m *mapper) chartDirFiles(dir string) ([]chart.File, error) {
 	prefix := strings.TrimSuffix(path.Clean(dir), "/") + "/"
-	var files []*loader.BufferedFile
+	var files []chart.File
 	for _, f := range m.in.Package.Files {
 		rel, ok := strings.CutPrefix(f.Path, prefix)
 		if !ok {
@@ -166,7 +151,7 @@ func (m *mapper) chartDirFiles(dir string) ([]*loader.BufferedFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, &loader.BufferedFile{Name: rel, Data: data})
+		files = append(files, chart.File{Name: rel, Data: data})
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s is neither a chart archive nor a chart directory of the package", dir)
@@ -195,60 +180,9 @@ func (m *mapper) chartValues() (map[string]any, error) {
 	return values, nil
 }
 
-// renderTemplates renders a chart's templates as `helm template` would, within a deadline
-// (a template stuck in a loop is abandoned) and a bound on what it renders.
-func renderTemplates(ctx context.Context, ch *chart.Chart, values map[string]any, release, namespace string, timeout time.Duration) (map[string]string, error) {
-	if timeout <= 0 {
-		timeout = DefaultHelmTimeout
-	}
-	if err := chartutil.ProcessDependenciesWithMerge(ch, values); err != nil {
-		return nil, err
-	}
-	options := chartutil.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}
-	renderValues, err := chartutil.ToRenderValues(ch, values, options, chartutil.DefaultCapabilities.Copy())
-	if err != nil {
-		return nil, err
-	}
-	type outcome struct {
-		rendered map[string]string
-		err      error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- outcome{err: fmt.Errorf("the templates failed: %v", r)}
-			}
-		}()
-		rendered, err := engine.Render(ch, renderValues)
-		done <- outcome{rendered: rendered, err: err}
-	}()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	select {
-	case o := <-done:
-		if o.err != nil {
-			return nil, o.err
-		}
-		total := 0
-		for _, text := range o.rendered {
-			if total += len(text); total > maxRenderedBytes {
-				return nil, fmt.Errorf("the templates render more than %d bytes", maxRenderedBytes)
-			}
-		}
-		return o.rendered, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w (%s)", ErrHelmTimeout, timeout)
-	}
-}
-
 // chartObjects turns rendered templates into objects in Helm's install order. Test hooks
 // are skipped; other hooks are applied as plain objects, with a warning.
-func (m *mapper) chartObjects(source chartSource, rendered map[string]string) ([]*object, error) {
-	hooks, manifests, err := releaseutil.SortManifests(rendered, chartutil.DefaultCapabilities.APIVersions, releaseutil.InstallOrder)
-	if err != nil {
-		return nil, tosca.Invalid(source.file, "Helm chart: %v", err)
-	}
+func (m *mapper) chartObjects(source chartSource, rendered *chart.Rendered) ([]*object, error) {
 	var objects []*object
 	add := func(name, content string) error {
 		var doc yaml.Node
@@ -266,29 +200,21 @@ func (m *mapper) chartObjects(source chartSource, rendered map[string]string) ([
 		objects = append(objects, obj)
 		return nil
 	}
-	for _, manifest := range manifests {
+	for _, manifest := range rendered.Manifests {
 		if err := add(manifest.Name, manifest.Content); err != nil {
 			return nil, err
 		}
 	}
+	hooks := slices.Clone(rendered.Hooks)
 	sort.SliceStable(hooks, func(i, j int) bool { return hooks[i].Weight < hooks[j].Weight })
 	for _, hook := range hooks {
-		if isTestHook(hook.Events) {
+		if hook.Test {
 			continue
 		}
-		m.warn(source.file, 0, "Helm hook %s is applied as a plain object (Calaf runs no hooks)", hook.Path)
-		if err := add(hook.Path, hook.Manifest); err != nil {
+		m.warn(source.file, 0, "Helm hook %s is applied as a plain object (Calaf runs no hooks)", hook.Name)
+		if err := add(hook.Name, hook.Content); err != nil {
 			return nil, err
 		}
 	}
 	return objects, nil
-}
-
-func isTestHook[E ~string](events []E) bool {
-	for _, e := range events {
-		if strings.HasPrefix(string(e), "test") {
-			return true
-		}
-	}
-	return false
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"calaf.io/calaf/etsi/chart"
 	"calaf.io/calaf/tosca"
 )
 
@@ -70,7 +71,10 @@ type Input struct {
 	Namespace string
 	// Selector returns the labels that select a node's pods.
 	Selector func(node string) map[string]string
-	// HelmTimeout bounds the rendering of a Helm chart; zero means DefaultHelmTimeout.
+	// Charts renders the flavour's Helm charts; nil refuses a flavour that deploys one
+	// (chart.ErrNoEngine).
+	Charts chart.Engine
+	// HelmTimeout bounds the rendering of a Helm chart; zero means chart.DefaultTimeout.
 	HelmTimeout time.Duration
 	// Scale overrides the scale levels of aspects, by aspect (SOL003 scale: the Service's
 	// spec.scale); the instantiation level sets the others.

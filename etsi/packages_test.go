@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"calaf.io/calaf/etsi"
+	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 )
@@ -59,7 +60,9 @@ func renderVNF(t *testing.T, pkgName, requestFile string, strict bool) (*render.
 	if err != nil {
 		return nil, err
 	}
-	return render.NewRenderer(1).Render(ctx, compiled, render.Options{Service: goldenService, Namespace: goldenNamespace, Instantiate: req})
+	renderer := render.NewRenderer(1)
+	renderer.Charts = helmchart.Engine{}
+	return renderer.Render(ctx, compiled, render.Options{Service: goldenService, Namespace: goldenNamespace, Instantiate: req})
 }
 
 // goldenCase is a package rendered with a request, and what must hold of the render

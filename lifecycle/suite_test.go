@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
@@ -41,7 +42,7 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	if code, isWorker := worker.Main(os.Args); isWorker {
+	if code, isWorker := worker.Main(os.Args, helmchart.Engine{}); isWorker {
 		os.Exit(code) // the operator's worker processes are this binary too
 	}
 	os.Exit(run(m))

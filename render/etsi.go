@@ -8,6 +8,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/etsi"
+	"calaf.io/calaf/etsi/chart"
 	"calaf.io/calaf/tosca"
 )
 
@@ -15,7 +16,7 @@ import (
 // (manifests, container VDUs, Helm charts) join their nodes, each VDU's workload becomes
 // the source of its replicas and ready_replicas attributes, and result.VNF describes the
 // instance. A package that is not SOL001 refuses an instantiate request.
-func mapVNF(ctx context.Context, compiled *tosca.Compiled, raw map[string]any, result *Result, opts Options) error {
+func mapVNF(ctx context.Context, compiled *tosca.Compiled, raw map[string]any, result *Result, opts Options, charts chart.Engine) error {
 	vnfd := compiled.VNFD()
 	if vnfd == nil {
 		if opts.Instantiate != nil {
@@ -26,7 +27,7 @@ func mapVNF(ctx context.Context, compiled *tosca.Compiled, raw map[string]any, r
 	result.Warnings = append(result.Warnings, occurrenceWarnings(vnfd, raw["occurrences"])...)
 	out, err := etsi.Map(ctx, etsi.Input{
 		VNFD: vnfd, Package: compiled.Package, Nodes: etsiNodes(raw["nodes"]), Policies: etsiPolicies(raw["policies"]),
-		Request: opts.Instantiate, Service: opts.Service, Namespace: opts.Namespace, Scale: opts.Scale,
+		Request: opts.Instantiate, Charts: charts, Service: opts.Service, Namespace: opts.Namespace, Scale: opts.Scale,
 		Selector: func(node string) map[string]string {
 			return map[string]string{v1alpha1.LabelService: opts.Service, v1alpha1.LabelNode: LabelValue(node)}
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/tliron/kutil/problems"
 
 	"calaf.io/calaf/etsi"
+	"calaf.io/calaf/etsi/chart"
 	"calaf.io/calaf/internal/lru"
 	"calaf.io/calaf/tosca"
 )
@@ -71,6 +72,9 @@ type Renderer struct {
 	// process, where a package that crashes or exhausts memory ends that process and not
 	// this one (package worker). Nil renders in this process.
 	Run Func
+	// Charts renders the Helm charts of ETSI packages in this process; nil refuses a
+	// package that deploys one (chart.ErrNoEngine).
+	Charts chart.Engine
 	// Codec, when set, keeps cached results encoded — several times smaller than their
 	// decoded objects — and decodes one on every hit, so that the cache can hold every
 	// Service in flight. Nil keeps them decoded and shared with the callers.
@@ -196,7 +200,7 @@ func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 		return nil, err
 	}
 	result.Warnings = compiled.Warnings()
-	if err := mapVNF(ctx, compiled, data, result, opts); err != nil {
+	if err := mapVNF(ctx, compiled, data, result, opts, r.Charts); err != nil {
 		return nil, err
 	}
 	if err := applyLifecycle(result, data, opts); err != nil {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+
+	"calaf.io/calaf/etsi/chart"
 )
 
 // commandName is the hidden command a pool starts its workers with: `calaf worker`.
@@ -34,8 +36,9 @@ func defaultCommand() ([]string, error) {
 
 // Main serves as a worker when args (a process's os.Args) say it was started as one, and
 // returns its exit code; isWorker is false otherwise. Test binaries whose code starts
-// pools call it first in TestMain, as calaf does through its hidden command.
-func Main(args []string) (code int, isWorker bool) {
+// pools call it first in TestMain, as calaf does through its hidden command. charts
+// renders Helm charts (nil: none).
+func Main(args []string, charts chart.Engine) (code int, isWorker bool) {
 	switch {
 	case len(args) > 1 && args[1] == commandName:
 		args = args[2:]
@@ -44,13 +47,13 @@ func Main(args []string) (code int, isWorker bool) {
 	default:
 		return 0, false
 	}
-	return Run(args, os.Stdin, os.Stdout, os.Stderr), true
+	return Run(args, os.Stdin, os.Stdout, os.Stderr, charts), true
 }
 
 // Run is a worker process: it reads its limits from args (--memory, --stack, in bytes) and
 // its garbage collection target (--gc-percent), serves requests on in and out, and logs on
-// errOut. It returns the exit code.
-func Run(args []string, in io.Reader, out, errOut io.Writer) int {
+// errOut. It returns the exit code. charts renders Helm charts (nil: none).
+func Run(args []string, in io.Reader, out, errOut io.Writer, charts chart.Engine) int {
 	flags := flag.NewFlagSet(commandName, flag.ContinueOnError)
 	flags.SetOutput(errOut)
 	limits := DefaultLimits()
@@ -64,7 +67,7 @@ func Run(args []string, in io.Reader, out, errOut io.Writer) int {
 		debug.SetGCPercent(*gcPercent)
 	}
 	log := logr.New(funcr.New(func(prefix, args string) { fmt.Fprintln(errOut, prefix, args) }, funcr.Options{}).GetSink())
-	if err := Serve(in, out, limits, log); err != nil {
+	if err := Serve(in, out, limits, charts, log); err != nil {
 		fmt.Fprintln(errOut, "worker:", err)
 		return 1
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/test/hostile"
 	"calaf.io/calaf/test/raceworker"
@@ -25,7 +26,7 @@ var testCommand []string
 
 // TestMain makes the test binary its own worker, as calaf is.
 func TestMain(m *testing.M) {
-	if code, isWorker := Main(os.Args); isWorker {
+	if code, isWorker := Main(os.Args, helmchart.Engine{}); isWorker {
 		os.Exit(code)
 	}
 	command, cleanup, err := raceworker.Command()

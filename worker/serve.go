@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	cloutpkg "github.com/tliron/puccini/clout"
 
+	"calaf.io/calaf/etsi/chart"
 	"calaf.io/calaf/internal/lru"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
@@ -47,8 +48,9 @@ type server struct {
 
 // Serve is the worker process: it applies limits to itself, answers the pool's hello,
 // then runs the requests read from in, one at a time, answering each on out, until in is
-// closed. Nothing else is written to out.
-func Serve(in io.Reader, out io.Writer, limits Limits, log logr.Logger) error {
+// closed. Nothing else is written to out. charts renders the Helm charts of ETSI packages;
+// nil refuses them (chart.ErrNoEngine).
+func Serve(in io.Reader, out io.Writer, limits Limits, charts chart.Engine, log logr.Logger) error {
 	virtual, err := applyLimits(limits)
 	if err != nil {
 		return fmt.Errorf("worker limits: %w", err)
@@ -68,6 +70,7 @@ func Serve(in io.Reader, out io.Writer, limits Limits, log logr.Logger) error {
 	s := &server{compiler: tosca.NewCompiler(1), renderer: render.NewRenderer(1), clouts: lru.New[*cloutpkg.Clout](4), log: log}
 	s.compiler.Log = log.WithName("tosca")
 	s.renderer.Log = log.WithName("render")
+	s.renderer.Charts = charts
 	for {
 		var req request
 		if err := readFrame(reader, maxRequestBytes, &req); err != nil {

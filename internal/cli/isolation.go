@@ -11,6 +11,7 @@ import (
 	cloutpkg "github.com/tliron/puccini/clout"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/worker"
@@ -80,7 +81,9 @@ func (i *isolation) compiler() (*tosca.Compiler, error) {
 // renderer returns a renderer whose renders run in the worker.
 func (i *isolation) renderer() (*render.Renderer, error) {
 	if i.inProcess {
-		return render.NewRenderer(1), nil
+		renderer := render.NewRenderer(1)
+		renderer.Charts = helmchart.Engine{}
+		return renderer, nil
 	}
 	pool, err := i.start()
 	if err != nil {
@@ -129,7 +132,7 @@ func newWorkerCommand() *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if code := worker.Run(args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); code != 0 {
+			if code := worker.Run(args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), helmchart.Engine{}); code != 0 {
 				return workerExit(code)
 			}
 			return nil

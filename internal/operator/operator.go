@@ -39,6 +39,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
+	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/lifecycle"
 	"calaf.io/calaf/orchestration"
 	"calaf.io/calaf/policy"
@@ -247,6 +248,7 @@ func newStages(config *rest.Config, opts Options, registry prometheus.Registerer
 	renderer := render.NewRenderer(opts.RenderCacheSize)
 	renderer.Log = log.WithName("render")
 	renderer.OnRender = m.ObserveRender
+	renderer.Charts = helmchart.Engine{}
 	if err := isolate(compiler, renderer, opts, registry, log); err != nil {
 		return nil, err
 	}

@@ -69,6 +69,31 @@ func TestRunnerStandsAlone(t *testing.T) {
 	}
 }
 
+// Helm (its chartutil compiles five JSON Schema meta-schemas at start, and pulls in
+// client-go's scheme) is linked only by package etsi/helmchart: the stages that map and
+// render packages, and the worker, are given a chart engine by the wiring, so that a
+// binary that renders no chart does not pay for Helm's initialization.
+func TestOnlyHelmchartLinksHelm(t *testing.T) {
+	for _, pkg := range []string{"./tosca", "./etsi", "./etsi/chart", "./render", "./policy", "./worker"} {
+		deps := list(t, "-deps", pkg)
+		if len(deps) < 2 {
+			t.Fatalf("go list found %d deps of %s", len(deps), pkg)
+		}
+		for _, dep := range deps {
+			if strings.HasPrefix(dep.ImportPath, "helm.sh/") && dep.ImportPath != "helm.sh/helm/v3/pkg/strvals" {
+				t.Errorf("%s links %s", pkg, dep.ImportPath)
+			}
+		}
+	}
+	linked := false
+	for _, dep := range list(t, "-deps", "./etsi/helmchart") {
+		linked = linked || dep.ImportPath == "helm.sh/helm/v3/pkg/engine"
+	}
+	if !linked {
+		t.Error("etsi/helmchart does not link Helm's engine: the test checks nothing")
+	}
+}
+
 // mayImport lists, for each package of the module, the module's packages it may import
 // (internal/lru, internal/text and internal/jsonvalue are leaves anyone may use).
 var mayImport = map[string][]string{
@@ -78,11 +103,14 @@ var mayImport = map[string][]string{
 	"profiles":           {},
 	"tosca":              {"profiles"},
 	"tosca/sol004":       {"tosca"},
-	"etsi":               {"tosca"},
-	"render":             {"tosca", "etsi", "api/v1alpha1"},
-	"source":             {"tosca", "tosca/sol004", "api/v1alpha1"},
-	"source/webhook":     {"source", "api/v1alpha1"},
-	"orchestration":      {"api/v1alpha1", "artifacts/protocol", "render"},
+	"etsi":               {"tosca", "etsi/chart"},
+	"etsi/chart":         {},
+	// helmchart is the only package that links Helm: the wiring hands it to the stages.
+	"etsi/helmchart": {"etsi/chart"},
+	"render":         {"tosca", "etsi", "etsi/chart", "api/v1alpha1"},
+	"source":         {"tosca", "tosca/sol004", "api/v1alpha1"},
+	"source/webhook": {"source", "api/v1alpha1"},
+	"orchestration":  {"api/v1alpha1", "artifacts/protocol", "render"},
 	// policy judges renders by the admin's rules: after render, before the controller.
 	"policy":     {"tosca", "render"},
 	"controller": {"api/v1alpha1", "tosca", "etsi", "render", "source", "orchestration", "policy"},
@@ -91,8 +119,8 @@ var mayImport = map[string][]string{
 	"lifecycle": {"api/v1alpha1", "render"},
 	// worker runs tosca and render in child processes; only the wiring (and the CLI)
 	// choose to use it, so the stages stay unaware of where they run.
-	"worker":            {"tosca", "render"},
-	"internal/operator": {"api/v1alpha1", "tosca", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "worker", "policy"},
+	"worker":            {"tosca", "etsi/chart", "render"},
+	"internal/operator": {"api/v1alpha1", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "worker", "policy"},
 	"cmd/calaf":         {"internal/cli"},
 	"cmd/calaf-runner":  {"artifacts/runner"},
 }

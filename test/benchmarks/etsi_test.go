@@ -19,6 +19,7 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 
 	"calaf.io/calaf/etsi"
+	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/profiles"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/test/benchreport"
@@ -89,7 +90,9 @@ func renderETSI(dir string, req *etsi.Request) error {
 	if err != nil {
 		return err
 	}
-	_, err = render.NewRenderer(1).Render(ctx, compiled, render.Options{Service: "bench", Namespace: "bench", Instantiate: req})
+	renderer := render.NewRenderer(1)
+	renderer.Charts = helmchart.Engine{}
+	_, err = renderer.Render(ctx, compiled, render.Options{Service: "bench", Namespace: "bench", Instantiate: req})
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/test/benchreport"
 	"calaf.io/calaf/tosca"
@@ -20,7 +21,7 @@ import (
 
 // TestMain lets the test binary serve as the workers of the pools it measures.
 func TestMain(m *testing.M) {
-	if code, isWorker := worker.Main(os.Args); isWorker {
+	if code, isWorker := worker.Main(os.Args, helmchart.Engine{}); isWorker {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())

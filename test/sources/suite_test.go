@@ -32,6 +32,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
+	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/test/gitserver"
 	"calaf.io/calaf/worker"
@@ -60,7 +61,7 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	if code, isWorker := worker.Main(os.Args); isWorker {
+	if code, isWorker := worker.Main(os.Args, helmchart.Engine{}); isWorker {
 		os.Exit(code) // the operator's worker processes are this binary too
 	}
 	os.Exit(run(m))
