@@ -10,9 +10,10 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"calaf.io/calaf/worker/crash"
 )
 
 // process is one worker process and the pool's end of its pipes.
@@ -21,7 +22,7 @@ type process struct {
 	stdin  *bufio.Writer
 	pipe   io.WriteCloser
 	stdout *bufio.Reader
-	stderr *tail
+	stderr *crash.Tail
 	// done is closed once the process has exited and its stderr is read.
 	done  chan struct{}
 	hello hello
@@ -64,7 +65,7 @@ func (p *Pool) startProcess(ctx context.Context) (*process, error) {
 	cmd.Env = append([]string{"TMPDIR=" + os.TempDir(), "GOTRACEBACK=single"}, p.opts.Env...)
 	cmd.SysProcAttr = sysProcAttr()
 	pr := &process{cmd: cmd, done: make(chan struct{})}
-	pr.stderr = newTail(64<<10, func(line string) { p.opts.Log.V(1).Info(line, "worker", cmd.Process.Pid) })
+	pr.stderr = crash.NewTail(64<<10, func(line string) { p.opts.Log.V(1).Info(line, "worker", cmd.Process.Pid) })
 	cmd.Stderr = pr.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -90,7 +91,7 @@ func (p *Pool) startProcess(ctx context.Context) (*process, error) {
 	}()
 	if err := pr.greet(ctx); err != nil {
 		pr.kill()
-		return nil, fmt.Errorf("%s is not a Calaf worker of this version: no answer to hello (%w)%s", p.opts.Command[0], err, lastLines(pr.stderr.String(), 3))
+		return nil, fmt.Errorf("%s is not a Calaf worker of this version: no answer to hello (%w)%s", p.opts.Command[0], err, crash.LastLines(pr.stderr.String(), 3))
 	}
 	return pr, nil
 }
@@ -182,7 +183,7 @@ func (pr *process) failed(err error, limits Limits) error {
 	case <-time.After(5 * time.Second):
 		pr.kill()
 	}
-	return &ended{diagnose(pr.cmd.ProcessState, pr.stderr.String(), limits)}
+	return &ended{crash.Diagnose(pr.cmd.ProcessState, pr.stderr.String(), limits.Memory, limits.Stack)}
 }
 
 // kill stops the process and waits until it is gone.
@@ -208,23 +209,6 @@ type ended struct {
 }
 
 func (e *ended) Error() string { return e.Text }
-
-// lastLines returns the last n non-empty lines of s, as a suffix of a message.
-func lastLines(s string, n int) string {
-	var lines []string
-	for _, line := range strings.Split(s, "\n") {
-		if line != "" {
-			lines = append(lines, line)
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	if len(lines) == 0 {
-		return ""
-	}
-	return ": " + truncate(strings.Join(lines, " / "), 500)
-}
 
 // usageOf reads what an exited process used.
 func usageOf(state *os.ProcessState) Usage {

@@ -51,7 +51,7 @@ type server struct {
 // closed. Nothing else is written to out. charts renders the Helm charts of ETSI packages;
 // nil refuses them (chart.ErrNoEngine).
 func Serve(in io.Reader, out io.Writer, limits Limits, charts chart.Engine, log logr.Logger) error {
-	virtual, err := applyLimits(limits)
+	virtual, err := ApplyLimits(limits)
 	if err != nil {
 		return fmt.Errorf("worker limits: %w", err)
 	}
@@ -192,11 +192,11 @@ func (s *server) cached(req *request) (*cloutpkg.Clout, error) {
 	return clout, nil
 }
 
-// applyLimits sets the worker's limits on itself and returns the address space it had
+// ApplyLimits sets a worker's limits on this process and returns the address space it had
 // reserved before: the Go runtime reserves far more than it uses (a gigabyte and more), so
 // the memory limit counts from there. The worker also offers itself first to the kernel's
 // OOM killer and writes no core dump of package data.
-func applyLimits(limits Limits) (int64, error) {
+func ApplyLimits(limits Limits) (int64, error) {
 	if limits.Stack > 0 {
 		debug.SetMaxStack(int(limits.Stack))
 	}
