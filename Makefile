@@ -18,8 +18,10 @@ help: ## Show this help.
 
 ##@ Development
 .PHONY: build
-build: ## Build calaf and calaf-runner (streamed into pods to run operations) into bin/.
+build: ## Build calaf (the front), calaf-full, calaf-offline and calaf-runner (streamed into pods to run operations) into bin/.
 	CGO_ENABLED=0 go build -trimpath -o bin/calaf ./cmd/calaf
+	CGO_ENABLED=0 go build -trimpath -o bin/calaf-full ./cmd/calaf-full
+	CGO_ENABLED=0 go build -trimpath -tags calaf_offline -o bin/calaf-offline ./cmd/calaf-full
 	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/calaf-runner ./cmd/calaf-runner
 
 .PHONY: generate
@@ -123,15 +125,15 @@ bench: ## Compile/render against raw Puccini, whole calaf compile/validate proce
 
 .PHONY: bench-fleet
 bench-fleet: build ## 1,000 (and 300) Services through the operator against plain server-side apply loops, requests counted, on the one-node cluster with kube-controller-manager at FLEET_KCM_QPS (FLEET_ROUNDS interleaved rounds, about 10 min each; FLEET_N=300 FLEET_SMALLER=0 for a quicker run); writes docs/benchmarks.md.
-	CALAF_KCM_QPS=$(FLEET_KCM_QPS) CALAF_KCM_BURST=$$(($(FLEET_KCM_QPS) * 2)) $(GROUND)/with-cluster.sh go run ./test/bench/fleet -n $(FLEET_N) -smaller $(FLEET_SMALLER) -rounds $(FLEET_ROUNDS) -calaf bin/calaf -report $(CURDIR)/docs/benchmarks.md
+	CALAF_KCM_QPS=$(FLEET_KCM_QPS) CALAF_KCM_BURST=$$(($(FLEET_KCM_QPS) * 2)) $(GROUND)/with-cluster.sh go run ./test/bench/fleet -n $(FLEET_N) -smaller $(FLEET_SMALLER) -rounds $(FLEET_ROUNDS) -calaf bin/calaf-full -report $(CURDIR)/docs/benchmarks.md
 
 .PHONY: bench-fleet-distinct
 bench-fleet-distinct: build ## 1,000 Services, each its own package revision, through the operator against raw Puccini compiling the same packages in a loop, on the one-node cluster (FLEET_DISTINCT_N, FLEET_ROUNDS interleaved rounds, about 10 min each); writes docs/benchmarks.md.
-	CALAF_KCM_QPS=$(FLEET_KCM_QPS) CALAF_KCM_BURST=$$(($(FLEET_KCM_QPS) * 2)) $(GROUND)/with-cluster.sh go run ./test/bench/fleet -distinct -n $(FLEET_DISTINCT_N) -rounds $(FLEET_ROUNDS) -calaf bin/calaf -report $(CURDIR)/docs/benchmarks.md
+	CALAF_KCM_QPS=$(FLEET_KCM_QPS) CALAF_KCM_BURST=$$(($(FLEET_KCM_QPS) * 2)) $(GROUND)/with-cluster.sh go run ./test/bench/fleet -distinct -n $(FLEET_DISTINCT_N) -rounds $(FLEET_ROUNDS) -calaf bin/calaf-full -report $(CURDIR)/docs/benchmarks.md
 
 .PHONY: bench-fleet-shards
 bench-fleet-shards: build ## 2,000 Services through one operator and through FLEET_SHARDS shards (--watch-label-selector), interleaved, on the one-node cluster (FLEET_SHARDS_N, FLEET_ROUNDS interleaved rounds, about 20 min each); writes docs/benchmarks.md.
-	CALAF_KCM_QPS=$(FLEET_KCM_QPS) CALAF_KCM_BURST=$$(($(FLEET_KCM_QPS) * 2)) $(GROUND)/with-cluster.sh go run ./test/bench/fleet -shards $(FLEET_SHARDS) -n $(FLEET_SHARDS_N) -rounds $(FLEET_ROUNDS) -calaf bin/calaf -report $(CURDIR)/docs/benchmarks.md
+	CALAF_KCM_QPS=$(FLEET_KCM_QPS) CALAF_KCM_BURST=$$(($(FLEET_KCM_QPS) * 2)) $(GROUND)/with-cluster.sh go run ./test/bench/fleet -shards $(FLEET_SHARDS) -n $(FLEET_SHARDS_N) -rounds $(FLEET_ROUNDS) -calaf bin/calaf-full -report $(CURDIR)/docs/benchmarks.md
 
 .PHONY: bench-orchestration
 bench-orchestration: ## Operations in pods (runner transfer, warm runs) against a plain exec round trip, on the one-node cluster; writes docs/benchmarks.md.

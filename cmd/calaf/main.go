@@ -1,13 +1,15 @@
-// Command calaf validates, compiles and renders TOSCA service packages offline, runs the
-// Calaf operator, and drives it.
+// Command calaf is Calaf's command line: a front of a few milliseconds' start that runs
+// the offline package commands (validate, compile, render, graph) in calaf-offline under
+// the worker limits, and every other command in calaf-full (package front). The three are
+// installed side by side (make build).
 package main
 
 import (
 	"os"
 
-	"calaf.io/calaf/internal/cli"
+	"calaf.io/calaf/internal/front"
 )
 
 func main() {
-	os.Exit(cli.Execute())
+	os.Exit(front.Main(os.Args))
 }

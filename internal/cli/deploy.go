@@ -1,3 +1,5 @@
+//go:build !calaf_offline
+
 package cli
 
 import (
@@ -21,6 +23,7 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/tosca/sol004"
@@ -321,4 +324,30 @@ func ociSource(ref string) *v1alpha1.OCISource {
 		src.URL = "oci://" + rest
 	}
 	return src
+}
+
+// run validates a local package before deploy uploads it, as validate does: compiled and
+// rendered in a worker, the render checked against the policy, warnings written.
+func (check validation) run(ctx context.Context, pkg *tosca.Package, service, namespace string) error {
+	compiler, err := check.isolation.compiler()
+	if err != nil {
+		return err
+	}
+	compiled, err := compiler.CompileWith(ctx, pkg, check.inputs, check.options)
+	if err != nil {
+		return err
+	}
+	renderer, err := check.isolation.renderer()
+	if err != nil {
+		return err
+	}
+	result, err := renderer.Render(ctx, compiled, render.Options{Service: service, Namespace: namespace, Instantiate: check.request})
+	if err != nil {
+		return err
+	}
+	if err := check.policy.check(compiled, namespace, result); err != nil {
+		return err
+	}
+	writeWarnings(check.warnings, result.Warnings)
+	return nil
 }

@@ -11,7 +11,7 @@ import (
 	cloutpkg "github.com/tliron/puccini/clout"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"calaf.io/calaf/etsi/helmchart"
+	"calaf.io/calaf/internal/front"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/worker"
@@ -20,13 +20,18 @@ import (
 // isolation runs the package work of an offline command — compile, render, evaluation —
 // in a worker process with the limits the operator gives its workers (package worker): a
 // package that crashes Puccini, recurses without end or exhausts memory ends the worker,
-// and calaf says why.
+// and calaf says why. Started by calaf's front (package front), calaf is that worker
+// itself: it sets the limits on its own process and tells the front each piece of work.
 type isolation struct {
 	memory resource.Quantity
 	// inProcess does the work in calaf's own process (a hidden flag, for measuring what
 	// the worker costs).
 	inProcess bool
 	pool      *worker.Pool
+	// front is the channel to calaf's front when it started this process; nil otherwise.
+	front *front.Channel
+	// limited: this process has set the worker limits on itself.
+	limited bool
 }
 
 // statsEnv names a file that receives one JSON line per worker that exited: its peak
@@ -64,10 +69,39 @@ func (i *isolation) start() (*worker.Pool, error) {
 	return pool, nil
 }
 
+// isolated tells whether this process is the front's isolated child, and then sets the
+// worker limits on itself, once, and tells the front.
+func (i *isolation) isolated() (bool, error) {
+	if i.front == nil || i.inProcess {
+		return false, nil
+	}
+	if i.limited {
+		return true, nil
+	}
+	limits := worker.DefaultLimits()
+	if !i.memory.IsZero() {
+		limits.Memory = i.memory.Value()
+	}
+	if _, err := worker.ApplyLimits(limits); err != nil {
+		return false, fmt.Errorf("worker limits: %w", err)
+	}
+	i.limited = true
+	i.front.Limits(limits.Memory, limits.Stack)
+	return true, nil
+}
+
 // compiler returns a compiler whose compiles run in the worker.
 func (i *isolation) compiler() (*tosca.Compiler, error) {
 	if i.inProcess {
 		return tosca.NewCompiler(1), nil
+	}
+	if isolated, err := i.isolated(); err != nil || isolated {
+		compiler := tosca.NewCompiler(1)
+		compiler.Run = func(ctx context.Context, pkg *tosca.Package, inputs map[string]any, opts tosca.CompileOptions) (*cloutpkg.Clout, error) {
+			i.front.Work("compile", pkg.Entry, worker.DefaultOptions().CompileTimeout)
+			return compiler.CompileClout(ctx, pkg, inputs, opts)
+		}
+		return compiler, err
 	}
 	pool, err := i.start()
 	if err != nil {
@@ -82,8 +116,17 @@ func (i *isolation) compiler() (*tosca.Compiler, error) {
 func (i *isolation) renderer() (*render.Renderer, error) {
 	if i.inProcess {
 		renderer := render.NewRenderer(1)
-		renderer.Charts = helmchart.Engine{}
+		renderer.Charts = chartEngine()
 		return renderer, nil
+	}
+	if isolated, err := i.isolated(); err != nil || isolated {
+		renderer := render.NewRenderer(1)
+		renderer.Charts = chartEngine()
+		renderer.Run = func(ctx context.Context, compiled *tosca.Compiled, opts render.Options) (*render.Result, error) {
+			i.front.Work("render", compiled.Package.Entry, render.Budget(compiled, opts.Timeout)+worker.DefaultOptions().RenderGrace)
+			return renderer.RenderUncached(ctx, compiled, opts)
+		}
+		return renderer, err
 	}
 	pool, err := i.start()
 	if err != nil {
@@ -96,7 +139,12 @@ func (i *isolation) renderer() (*render.Renderer, error) {
 
 // evaluate resolves requirements and, with coerce, evaluates functions, in the worker.
 func (i *isolation) evaluate(ctx context.Context, compiled *tosca.Compiled, timeout time.Duration, coerce bool) (*cloutpkg.Clout, error) {
-	if i.inProcess {
+	if isolated, err := i.isolated(); err != nil {
+		return nil, err
+	} else if isolated {
+		i.front.Work("evaluate", compiled.Package.Entry, render.Budget(compiled, timeout)+worker.DefaultOptions().RenderGrace)
+	}
+	if i.inProcess || i.front != nil {
 		return render.Evaluate(ctx, compiled, timeout, coerce)
 	}
 	pool, err := i.start()
@@ -132,7 +180,7 @@ func newWorkerCommand() *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if code := worker.Run(args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), helmchart.Engine{}); code != 0 {
+			if code := worker.Run(args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), chartEngine()); code != 0 {
 				return workerExit(code)
 			}
 			return nil
@@ -144,3 +192,17 @@ func newWorkerCommand() *cobra.Command {
 type workerExit int
 
 func (e workerExit) Error() string { return fmt.Sprintf("worker exited with code %d", int(e)) }
+
+// quantityFlag is a resource quantity (e.g. 160Mi) as a command-line flag.
+type quantityFlag struct{ q *resource.Quantity }
+
+func (f quantityFlag) String() string { return f.q.String() }
+func (f quantityFlag) Type() string   { return "quantity" }
+func (f quantityFlag) Set(value string) error {
+	q, err := resource.ParseQuantity(value)
+	if err != nil {
+		return err
+	}
+	*f.q = q
+	return nil
+}

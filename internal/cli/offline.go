@@ -165,6 +165,7 @@ func (pc packageCommand) command() *cobra.Command {
 			}
 			ctx, cancel := commandContext(cmd)
 			defer cancel()
+			flags.isolation.front = frontOf(cmd.Context())
 			defer flags.isolation.close()
 			c, err := flags.compile(ctx, args[0])
 			if err != nil {

@@ -1,3 +1,5 @@
+//go:build !calaf_offline
+
 package cli
 
 import (
@@ -112,20 +114,6 @@ func webhookToken(file string) func() ([]byte, error) {
 		}
 		return token, nil
 	}
-}
-
-// quantityFlag is a resource quantity (e.g. 160Mi) as a command-line flag.
-type quantityFlag struct{ q *resource.Quantity }
-
-func (f quantityFlag) String() string { return f.q.String() }
-func (f quantityFlag) Type() string   { return "quantity" }
-func (f quantityFlag) Set(value string) error {
-	q, err := resource.ParseQuantity(value)
-	if err != nil {
-		return err
-	}
-	*f.q = q
-	return nil
 }
 
 // unifiedDiff returns a unified diff between two texts.

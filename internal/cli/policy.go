@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"calaf.io/calaf/policy"
@@ -35,30 +33,4 @@ func (p *renderPolicy) check(compiled *tosca.Compiled, namespace string, result 
 		entry = vnfd.FlavourFile
 	}
 	return rules.Check(entry, namespace, result.Nodes, policy.Offline)
-}
-
-// run validates a local package before deploy uploads it, as validate does: compiled and
-// rendered in a worker, the render checked against the policy, warnings written.
-func (check validation) run(ctx context.Context, pkg *tosca.Package, service, namespace string) error {
-	compiler, err := check.isolation.compiler()
-	if err != nil {
-		return err
-	}
-	compiled, err := compiler.CompileWith(ctx, pkg, check.inputs, check.options)
-	if err != nil {
-		return err
-	}
-	renderer, err := check.isolation.renderer()
-	if err != nil {
-		return err
-	}
-	result, err := renderer.Render(ctx, compiled, render.Options{Service: service, Namespace: namespace, Instantiate: check.request})
-	if err != nil {
-		return err
-	}
-	if err := check.policy.check(compiled, namespace, result); err != nil {
-		return err
-	}
-	writeWarnings(check.warnings, result.Warnings)
-	return nil
 }

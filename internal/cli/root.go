@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"calaf.io/calaf/etsi/chart"
+	"calaf.io/calaf/internal/front"
 	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/tosca"
 )
@@ -42,20 +45,26 @@ type Streams struct {
 	In  io.Reader
 	Out io.Writer
 	Err io.Writer
+	// Front is the channel to calaf's front, when it started this process (package front).
+	Front *front.Channel
 }
 
 // Execute runs calaf with os.Args and returns its exit code.
 func Execute() int {
-	return Run(os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	return Run(os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Front: front.Child()})
 }
 
 // Run runs calaf with args and returns its exit code.
 func Run(args []string, streams Streams) int {
 	root := NewRootCommand(streams)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(context.WithValue(context.Background(), frontKey{}, streams.Front))
 	if err == nil {
 		return ExitOK
+	}
+	if streams.Front != nil && errors.Is(err, chart.ErrNoEngine) {
+		streams.Front.NeedsCharts() // the front runs the command again in calaf-full
+		return ExitInvalid
 	}
 	var usage usageError
 	var differences differencesFound
@@ -72,6 +81,16 @@ func Run(args []string, streams Streams) int {
 	}
 	printError(streams.Err, err)
 	return ExitInvalid
+}
+
+// frontKey is the context key of the channel to calaf's front.
+type frontKey struct{}
+
+// frontOf returns the channel to calaf's front in ctx; nil when the front did not start
+// this process.
+func frontOf(ctx context.Context) *front.Channel {
+	channel, _ := ctx.Value(frontKey{}).(*front.Channel)
+	return channel
 }
 
 // printError writes an error, one diagnostic per line for invalid packages, each line
@@ -113,26 +132,9 @@ func NewRootCommand(streams Streams) *cobra.Command {
 		newCompileCommand(),
 		newRenderCommand(),
 		newGraphCommand(),
-		newDeployCommand(),
-		newStatusCommand(),
-		newListCommand(),
-		newDeleteCommand(),
-		newReconcileCommand(),
-		newSuspendCommand(),
-		newResumeCommand(),
-		newDiffCommand(),
-		newRunCommand(),
-		newScaleCommand(),
-		newHealCommand(),
-		newUpgradeCommand(),
-		newRetryCommand(),
-		newRollbackCommand(),
-		newFailCommand(),
-		newOpsCommand(),
-		newOperatorCommand(),
-		newPackageCommand(),
 		newWorkerCommand(),
 	)
+	root.AddCommand(clusterCommands()...)
 	wrapArgs(root)
 	return root
 }

@@ -1,3 +1,5 @@
+//go:build !calaf_offline
+
 package cli
 
 import (

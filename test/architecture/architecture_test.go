@@ -20,6 +20,7 @@ type pkg struct {
 	ImportPath string
 	Imports    []string
 	Deps       []string
+	Standard   bool
 }
 
 // list runs `go list -json` with args from the repository root.
@@ -94,6 +95,40 @@ func TestOnlyHelmchartLinksHelm(t *testing.T) {
 	}
 }
 
+// calaf, the front every command line starts, must start in a few milliseconds: it links
+// the standard library and two leaves of the module, nothing else. calaf-offline (the
+// calaf_offline build of calaf-full), which runs the offline package commands, links
+// neither the operator nor Helm nor controller-runtime's clients.
+func TestFrontAndOfflineStayLean(t *testing.T) {
+	allowed := []string{module + "cmd/calaf", module + "internal/front", module + "internal/text", module + "worker/crash"}
+	deps := list(t, "-deps", "./cmd/calaf")
+	if len(deps) < 10 {
+		t.Fatalf("go list found %d deps of ./cmd/calaf", len(deps))
+	}
+	for _, dep := range deps {
+		if !dep.Standard && !slices.Contains(allowed, dep.ImportPath) {
+			t.Errorf("calaf (the front) links %s", dep.ImportPath)
+		}
+	}
+	forbidden := []string{"helm.sh/helm/v3/pkg/engine", "helm.sh/helm/v3/pkg/chartutil", "sigs.k8s.io/controller-runtime/pkg/client",
+		"k8s.io/client-go/kubernetes/typed", module + "internal/operator", module + "controller", module + "etsi/helmchart", module + "source"}
+	offline := list(t, "-deps", "-tags", "calaf_offline", "./cmd/calaf-full")
+	if len(offline) < 100 {
+		t.Fatalf("go list found %d deps of calaf-offline", len(offline))
+	}
+	for _, dep := range offline {
+		for _, prefix := range forbidden {
+			if strings.HasPrefix(dep.ImportPath, prefix) {
+				t.Errorf("calaf-offline links %s", dep.ImportPath)
+			}
+		}
+	}
+	full := list(t, "-deps", "./cmd/calaf-full")
+	if !slices.ContainsFunc(full, func(p pkg) bool { return p.ImportPath == module+"internal/operator" }) {
+		t.Error("calaf-full does not link the operator: the test checks nothing")
+	}
+}
+
 // mayImport lists, for each package of the module, the module's packages it may import
 // (internal/lru, internal/text and internal/jsonvalue are leaves anyone may use).
 var mayImport = map[string][]string{
@@ -119,9 +154,14 @@ var mayImport = map[string][]string{
 	"lifecycle": {"api/v1alpha1", "render"},
 	// worker runs tosca and render in child processes; only the wiring (and the CLI)
 	// choose to use it, so the stages stay unaware of where they run.
-	"worker":            {"tosca", "etsi/chart", "render"},
+	"worker":       {"tosca", "etsi/chart", "render", "worker/crash"},
+	"worker/crash": {},
+	// front is calaf's front process: it starts calaf-offline and calaf-full, and links
+	// none of Calaf's stages.
+	"internal/front":    {"worker/crash"},
 	"internal/operator": {"api/v1alpha1", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "worker", "policy"},
-	"cmd/calaf":         {"internal/cli"},
+	"cmd/calaf":         {"internal/front"},
+	"cmd/calaf-full":    {"internal/cli"},
 	"cmd/calaf-runner":  {"artifacts/runner"},
 }
 

@@ -44,10 +44,11 @@ type processCase struct {
 }
 
 // TestProcessReport measures whole processes and writes the "Whole process" section of
-// the -report file: `calaf compile` and `calaf validate` (with their worker, and with the
-// hidden --in-process) against `puccini-tosca compile` of the same example, all built here,
+// the -report file: `calaf compile` and `calaf validate` (the front and its isolated
+// calaf-offline child), calaf-offline alone with the hidden --in-process, and calaf-full
+// with its worker, against `puccini-tosca compile` of the same example, all built here,
 // -rounds interleaved rounds each in rotating order; medians of wall time, CPU time (user
-// and system, a waited-for worker included) and peak RSS. It also times `--help` of both
+// and system, waited-for children included) and peak RSS. It also times `--help` of the
 // binaries (startup alone) and sums their package initialization (GODEBUG=inittrace=1).
 // It only measures and writes: no verdict fails it.
 func TestProcessReport(t *testing.T) {
@@ -55,17 +56,22 @@ func TestProcessReport(t *testing.T) {
 		t.Skip("writes docs/benchmarks.md when run by make bench (-report)")
 	}
 	dir := t.TempDir()
-	calaf, puccini := buildBinary(t, dir, "calaf", "calaf.io/calaf/cmd/calaf"),
-		buildBinary(t, dir, "puccini-tosca", "github.com/tliron/puccini/executables/puccini-tosca")
-	startup := []*processCase{{label: "`calaf --help`", args: []string{calaf, "--help"}},
+	bins := calafBinaries{
+		front:   buildBinary(t, dir, "calaf", "calaf.io/calaf/cmd/calaf"),
+		full:    buildBinary(t, dir, "calaf-full", "calaf.io/calaf/cmd/calaf-full"),
+		offline: buildBinary(t, dir, "calaf-offline", "calaf.io/calaf/cmd/calaf-full", "-tags", "calaf_offline"),
+	}
+	puccini := buildBinary(t, dir, "puccini-tosca", "github.com/tliron/puccini/executables/puccini-tosca")
+	startup := []*processCase{{label: "`calaf-full --help`", args: []string{bins.full, "--help"}},
+		{label: "`calaf-offline --help`", args: []string{bins.offline, "--help"}},
 		{label: "`puccini-tosca --help`", args: []string{puccini, "--help"}}}
 	measureCases(t, dir, startup)
 	tables := map[string][]*processCase{}
 	for _, name := range examples(t) {
-		tables[name] = exampleCases(t, calaf, puccini, name)
+		tables[name] = exampleCases(t, bins, puccini, name)
 		measureCases(t, dir, tables[name])
 	}
-	inits := [2]initCost{initTrace(t, calaf), initTrace(t, puccini)}
+	inits := []initCost{initTrace(t, bins.full), initTrace(t, bins.offline), initTrace(t, puccini)}
 	section := processMarkdown(startup, tables, inits)
 	if err := benchreport.WriteSection(*report, processSectionTitle, section); err != nil {
 		t.Fatal(err)
@@ -73,10 +79,16 @@ func TestProcessReport(t *testing.T) {
 	t.Logf("wrote %s:\n%s", *report, section)
 }
 
-// buildBinary builds a main package into dir, as `make build` does (no cgo, -trimpath).
-func buildBinary(t *testing.T, dir, name, pkg string) string {
+// calafBinaries are the binaries make build installs side by side.
+type calafBinaries struct {
+	front, full, offline string
+}
+
+// buildBinary builds a main package into dir, as `make build` does (no cgo, -trimpath),
+// with the extra go build flags.
+func buildBinary(t *testing.T, dir, name, pkg string, extra ...string) string {
 	bin := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
+	build := exec.Command("go", append(append([]string{"build", "-trimpath"}, extra...), "-o", bin, pkg)...)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
@@ -86,7 +98,7 @@ func buildBinary(t *testing.T, dir, name, pkg string) string {
 
 // exampleCases are the command lines of one example: raw Puccini first (the baseline),
 // its Calaf profile imports mapped to the files of this repository.
-func exampleCases(t *testing.T, calaf, puccini, name string) []*processCase {
+func exampleCases(t *testing.T, bins calafBinaries, puccini, name string) []*processCase {
 	pkg := openExample(t, name)
 	entry, _ := pkg.Path(pkg.Entry)
 	pkg.Close()
@@ -97,10 +109,12 @@ func exampleCases(t *testing.T, calaf, puccini, name string) []*processCase {
 	raw := append([]string{puccini, "compile"}, profileMappings(t)...)
 	return []*processCase{
 		{label: "`puccini-tosca compile` (the baseline)", args: append(raw, entry)},
-		{label: "`calaf compile`", args: []string{calaf, "compile", dir}, judged: true},
-		{label: "`calaf compile --in-process`", args: []string{calaf, "compile", "--in-process", dir}},
-		{label: "`calaf validate`", args: []string{calaf, "validate", dir}, judged: true},
-		{label: "`calaf validate --in-process`", args: []string{calaf, "validate", "--in-process", dir}},
+		{label: "`calaf compile`", args: []string{bins.front, "compile", dir}, judged: true},
+		{label: "`calaf-offline compile --in-process`", args: []string{bins.offline, "compile", "--in-process", dir}},
+		{label: "`calaf-full compile` (with its worker)", args: []string{bins.full, "compile", dir}},
+		{label: "`calaf validate`", args: []string{bins.front, "validate", dir}, judged: true},
+		{label: "`calaf-offline validate --in-process`", args: []string{bins.offline, "validate", "--in-process", dir}},
+		{label: "`calaf-full validate` (with its worker)", args: []string{bins.full, "validate", dir}},
 	}
 }
 
@@ -236,14 +250,15 @@ func parseInitTrace(trace string) map[string]time.Duration {
 }
 
 // processMarkdown writes the section: startup alone, then each example's commands.
-func processMarkdown(startup []*processCase, tables map[string][]*processCase, inits [2]initCost) string {
+func processMarkdown(startup []*processCase, tables map[string][]*processCase, inits []initCost) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", processSectionTitle)
 	fmt.Fprintf(&b, "Written by `make bench` (test/benchmarks, TestProcessReport) on %s: %s, %s/%s, %d CPUs, %s; load average at the end %s.\n\n",
 		time.Now().UTC().Format("2006-01-02"), benchreport.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), benchreport.LoadAverage())
 	fmt.Fprintf(&b, "Whole processes, the binaries built by the test as `make build` builds them (`puccini-tosca` from the Puccini v0.22.7 of go.mod, the Calaf profile URLs mapped to this repository's files with `--map-url`), output discarded; each command line %d times, interleaved in rotating order; medians. "+
-		"CPU is user + system time, the worker's included (calaf waits for it); peak RSS (GNU time's %%M) is the largest process's, calaf's or its worker's: the two run at the same time, each about that size. "+
-		"`calaf compile` and `calaf validate` run the package work in a worker process (docs/robustness.md); the hidden `--in-process` shows what the worker costs.\n\n", *rounds)
+		"CPU is user + system time, the children's included (each process waits for its own); peak RSS (GNU time's %%M) is the largest process's. "+
+		"`calaf` is the front (cmd/calaf, package front): it runs `calaf compile` and `calaf validate` in calaf-offline, the `calaf_offline` build of calaf-full, as a child that sets the worker limits on itself and tells the front each piece of work, so that a crash or a deadline ends in the diagnostic a worker's would (docs/robustness.md). "+
+		"`calaf-offline … --in-process` is that child's work without the front and without limits; `calaf-full` is the whole of Calaf in one binary, with the worker process it starts for the package work.\n\n", *rounds)
 	b.WriteString("| command | wall | CPU | peak RSS |\n|---|---:|---:|---:|\n")
 	for _, c := range startup {
 		m := medianRun(c.runs)
@@ -254,13 +269,14 @@ func processMarkdown(startup []*processCase, tables map[string][]*processCase, i
 	for _, name := range slices.Sorted(maps.Keys(tables)) {
 		writeProcessRows(&b, name, tables[name], worst)
 	}
-	fmt.Fprintf(&b, "\nPackage initialization before main (`GODEBUG=inittrace=1`, `--help`, median of %d): calaf %v (largest: %s); puccini-tosca %v (largest: %s).\n",
-		*rounds, ms(inits[0].total), initList(inits[0]), ms(inits[1].total), initList(inits[1]))
+	fmt.Fprintf(&b, "\nPackage initialization before main (`GODEBUG=inittrace=1`, `--help`, median of %d): calaf-full %v (largest: %s); calaf-offline %v (largest: %s); puccini-tosca %v (largest: %s).\n",
+		*rounds, ms(inits[0].total), initList(inits[0]), ms(inits[1].total), initList(inits[1]), ms(inits[2].total), initList(inits[2]))
 	b.WriteString("\nReading it: Go initializes every package linked into a binary before main, whatever the command, and has no lazy loading of a linked package. " +
-		"calaf is one binary — the CLI, the operator (controller-runtime, client-go and its scheme, kubectl's scheme) and Helm (its chartutil imports santhosh-tekuri/jsonschema/v6, which compiles the meta-schemas of five JSON Schema drafts at init) — " +
-		"and its worker is the same binary started again: `calaf compile` and `calaf validate` pay that initialization twice, in calaf and in its worker, where puccini-tosca pays its own once. " +
-		"No Calaf package computes anything at init but a few small maps and regular expressions. " +
-		"The CLI keeps its worker all the same: it bounds what a hostile package's scriptlets may take (memory, stack, time) and turns a crash into a diagnostic (docs/robustness.md); the `--in-process` rows are what running without it would cost.\n")
+		"calaf-full links the CLI, the operator (controller-runtime, client-go and its scheme, kubectl's scheme) and Helm (its chartutil imports santhosh-tekuri/jsonschema/v6, which compiles the meta-schemas of five JSON Schema drafts at init), " +
+		"and its worker is the same binary started again: `calaf-full compile` pays that initialization twice. " +
+		"So the command line is three binaries (make build): the front, which links the standard library alone and starts in milliseconds; calaf-offline, which links Puccini, goja and the render stage but neither the operator nor Helm (etsi/helmchart is the only package that links Helm); and calaf-full, for every other command. " +
+		"A package that deploys a Helm chart is refused by calaf-offline, which tells the front, and the front runs the command again in calaf-full (the same isolation). " +
+		"No Calaf package computes anything at init but a few small maps and regular expressions.\n")
 	fmt.Fprintf(&b, "\nTargets, wall time against `puccini-tosca compile` of the same package: `calaf compile` ≤ %.1f× — %s (worst %.2f×); `calaf validate` ≤ %.1f× — %s (worst %.2f×).\n",
 		maxProcessRatio, benchreport.Verdict(worst["`calaf compile`"] <= maxProcessRatio), worst["`calaf compile`"],
 		maxProcessRatio, benchreport.Verdict(worst["`calaf validate`"] <= maxProcessRatio), worst["`calaf validate`"])

@@ -105,7 +105,7 @@ type renderRun struct {
 // time reports the peak RSS (of calaf or, larger, its worker).
 func renderProcess(t *testing.T, dir string) renderRun {
 	tmp := t.TempDir()
-	bin := buildBinary(t, tmp, "calaf", "calaf.io/calaf/cmd/calaf")
+	bin := buildBinary(t, tmp, "calaf", "calaf.io/calaf/cmd/calaf-full")
 	rss := filepath.Join(tmp, "maxrss")
 	var stderr strings.Builder
 	cmd := exec.Command(gnuTime, "-f", "%M", "-o", rss, bin, "render", dir)

@@ -195,7 +195,7 @@ func workerRatio(r workerRow) float64 {
 // --in-process), interleaved: medians of 9 each.
 func validateProcesses(t *testing.T) (isolated, inProcess time.Duration) {
 	bin := filepath.Join(t.TempDir(), "calaf")
-	build := exec.Command("go", "build", "-o", bin, "calaf.io/calaf/cmd/calaf")
+	build := exec.Command("go", "build", "-o", bin, "calaf.io/calaf/cmd/calaf-full")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

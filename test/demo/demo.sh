@@ -15,10 +15,13 @@ cd "$REPO_DIR"
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
-step "building calaf (and calaf-runner, which the operator streams into pods to run operations)"
+step "building calaf (the front), calaf-full, calaf-offline and calaf-runner (which the operator streams into pods to run operations)"
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/calaf ./cmd/calaf
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/calaf-full ./cmd/calaf-full
+CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -tags calaf_offline -o bin/calaf-offline ./cmd/calaf-full
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/calaf-runner ./cmd/calaf-runner
 CALAF=$REPO_DIR/bin/calaf
+CALAF_FULL=$REPO_DIR/bin/calaf-full # the operator: the whole of Calaf
 NAMESPACE=${DEMO_NAMESPACE:-calaf-demo}
 
 if [[ -n ${DEMO_KUBECONFIG:-} ]]; then
@@ -28,7 +31,7 @@ if [[ -n ${DEMO_KUBECONFIG:-} ]]; then
   "$KUBECTL" apply --server-side -k deploy/crd
   "$KUBECTL" wait --for condition=established --timeout=60s crd/services.calaf.io crd/operations.calaf.io
   step "running the operator as a local process (log: /tmp/calaf-demo-operator.log)"
-  "$CALAF" operator --metrics-bind-address=0 --health-probe-bind-address=0 >/tmp/calaf-demo-operator.log 2>&1 &
+  "$CALAF_FULL" operator --metrics-bind-address=0 --health-probe-bind-address=0 >/tmp/calaf-demo-operator.log 2>&1 &
   operator_pid=$!
   trap 'kill $operator_pid 2>/dev/null || true' EXIT
 else
@@ -39,7 +42,7 @@ else
   export KUBECONFIG=$KUBECONFIG_OUT
   KUBECTL=$BIN_DIR/kubectl
   step "building the operator image (no docker: from the static binary) and loading it into the node"
-  "$GROUND_DIR/images.sh" operator "$CALAF"
+  "$GROUND_DIR/images.sh" operator "$CALAF_FULL"
   step "installing CRDs, RBAC and the operator (kubectl apply -k deploy/test-ground)"
   "$KUBECTL" apply --server-side -k deploy/test-ground >/dev/null
   "$KUBECTL" wait --for condition=established --timeout=60s crd/services.calaf.io crd/operations.calaf.io >/dev/null

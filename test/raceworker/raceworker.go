@@ -29,7 +29,7 @@ func Command() (command []string, cleanup func(), err error) {
 	}
 	cleanup = func() { os.RemoveAll(dir) }
 	bin := filepath.Join(dir, "calaf")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "calaf.io/calaf/cmd/calaf")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "calaf.io/calaf/cmd/calaf-full")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		cleanup()

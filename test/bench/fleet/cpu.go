@@ -29,7 +29,7 @@ func cpuGroup(comm string, self bool) string {
 		return "controller-manager"
 	case comm == "kube-scheduler" || comm == "kubelet":
 		return "scheduler, kubelet"
-	case comm == "calaf":
+	case comm == "calaf" || comm == "calaf-full":
 		return "operator"
 	}
 	return "other"

@@ -31,7 +31,7 @@ func TestParseCPU(t *testing.T) {
 func TestCPUGroups(t *testing.T) {
 	for comm, want := range map[string]string{
 		"kube-apiserver": "API server", "etcd": "etcd", "kube-controller": "controller-manager",
-		"kube-scheduler": "scheduler, kubelet", "kubelet": "scheduler, kubelet", "calaf": "operator", "containerd": "other",
+		"kube-scheduler": "scheduler, kubelet", "kubelet": "scheduler, kubelet", "calaf": "operator", "calaf-full": "operator", "containerd": "other",
 	} {
 		if got := cpuGroup(comm, false); got != want {
 			t.Errorf("cpuGroup(%q) = %q, want %q", comm, got, want)

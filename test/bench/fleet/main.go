@@ -7,9 +7,9 @@
 // in a loop; with -shards K the Services run through one operator and through K shards
 // (--watch-label-selector). Each writes a section of its own.
 //
-//	go run ./test/bench/fleet -n 1000 -calaf bin/calaf -report docs/benchmarks.md
-//	go run ./test/bench/fleet -distinct -n 1000 -calaf bin/calaf -report docs/benchmarks.md
-//	go run ./test/bench/fleet -shards 2 -n 2000 -calaf bin/calaf -report docs/benchmarks.md
+//	go run ./test/bench/fleet -n 1000 -calaf bin/calaf-full -report docs/benchmarks.md
+//	go run ./test/bench/fleet -distinct -n 1000 -calaf bin/calaf-full -report docs/benchmarks.md
+//	go run ./test/bench/fleet -shards 2 -n 2000 -calaf bin/calaf-full -report docs/benchmarks.md
 package main
 
 import (
@@ -108,7 +108,7 @@ func main() {
 // Puccini loop (the child process of -distinct); it exits on a bad command line.
 func parseFlags() (s settings, rawDir string) {
 	flag.IntVar(&s.n, "n", 1000, "number of Services (2000 with -shards)")
-	flag.StringVar(&s.calafBinary, "calaf", "bin/calaf", "calaf binary (the operator)")
+	flag.StringVar(&s.calafBinary, "calaf", "bin/calaf-full", "calaf-full binary (the operator)")
 	flag.StringVar(&s.report, "report", "", "benchmarks.md to update")
 	flag.IntVar(&s.workers, "workers", 4, "workers of the concurrent baseline")
 	flag.IntVar(&s.concurrency, "concurrency", 0, "the operator's --concurrency (0: its default)")

@@ -23,13 +23,13 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
-// BuildCalaf builds the calaf binary into dir and returns its path; calaf-runner (which
+// BuildCalaf builds calaf-full, named calaf, into dir and returns its path; calaf-runner (which
 // the operator streams into pods to run operations) is built next to it, where the
 // operator finds it.
 func BuildCalaf(dir string) (string, error) {
 	path := filepath.Join(dir, "calaf")
 	for _, args := range [][]string{
-		{"-o", path, "./cmd/calaf"},
+		{"-o", path, "./cmd/calaf-full"}, // the whole of Calaf, under the name calaf
 		{"-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "calaf-runner"), "./cmd/calaf-runner"},
 	} {
 		cmd := exec.Command("go", append([]string{"build"}, args...)...)
