@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -99,8 +100,9 @@ func (f *Front) hand(binary string, args []string) int {
 	return exitFailed
 }
 
-// forwardSignals passes SIGTERM and SIGHUP on to the child; SIGINT (Ctrl-C) reaches it
-// from the terminal, and the front waits for it to end. The returned function stops.
+// forwardSignals passes SIGINT, SIGTERM and SIGHUP on to the child, and the front waits
+// for it to end (a Ctrl-C reaches the child from the terminal too: it cancels once). The
+// returned function stops.
 func forwardSignals(cmd *exec.Cmd) func() {
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -109,7 +111,7 @@ func forwardSignals(cmd *exec.Cmd) func() {
 		for {
 			select {
 			case s := <-signals:
-				if s != os.Interrupt && cmd.Process != nil {
+				if cmd.Process != nil {
 					_ = cmd.Process.Signal(s)
 				}
 			case <-done:
@@ -126,8 +128,11 @@ func forwardSignals(cmd *exec.Cmd) func() {
 // child is an isolated child as the front sees it while it runs.
 type child struct {
 	cmd    *exec.Cmd
-	heard  announcements
 	output *stderrOutput
+	// listened is closed when the child's channel has closed and been read to its end.
+	listened chan struct{}
+	lock     sync.Mutex
+	heard    announcements
 	// stopped says why the front killed the child, if it did.
 	stopped string
 }
@@ -148,6 +153,12 @@ func (f *Front) isolate(binary string, args []string) (int, bool) {
 	stop := forwardSignals(c.cmd)
 	err = c.cmd.Wait()
 	stop()
+	select { // the channel's last lines (a crash comes right after a "work" line)
+	case <-c.listened:
+	case <-time.After(c.cmd.WaitDelay):
+	}
+	c.lock.Lock()
+	defer c.lock.Unlock()
 	if c.heard.charts {
 		return exitFailed, true
 	}
@@ -165,7 +176,7 @@ func (f *Front) start(binary string, args []string) (*child, error) {
 	cmd.Stdin, cmd.Stdout = f.Stdin, f.Stdout
 	cmd.ExtraFiles = []*os.File{channelW}
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", channelEnv, channelFD))
-	c := &child{cmd: cmd, output: newStderrOutput()}
+	c := &child{cmd: cmd, output: newStderrOutput(), listened: make(chan struct{})}
 	cmd.Stderr = c.output
 	cmd.WaitDelay = 5 * time.Second // a descendant holding stderr does not hold the front
 	if err := cmd.Start(); err != nil {
@@ -181,6 +192,7 @@ func (f *Front) start(binary string, args []string) (*child, error) {
 // listen reads the child's channel until it closes, and kills the child when a piece of
 // work outlives the deadline it announced.
 func (c *child) listen(channel *os.File) {
+	defer close(c.listened)
 	defer channel.Close()
 	lines := make(chan string)
 	go func() {
@@ -198,11 +210,16 @@ func (c *child) listen(channel *os.File) {
 			if !ok {
 				return
 			}
-			if deadline := c.heard.hear(line); deadline > 0 {
+			c.lock.Lock()
+			deadline := c.heard.hear(line)
+			c.lock.Unlock()
+			if deadline > 0 {
 				limit, timer = deadline, time.After(deadline)
 			}
 		case <-timer:
+			c.lock.Lock()
 			c.stopped = fmt.Sprintf("did not finish within %s", limit)
+			c.lock.Unlock()
 			_ = c.cmd.Process.Kill()
 			timer = nil
 		}
@@ -210,7 +227,7 @@ func (c *child) listen(channel *os.File) {
 }
 
 // exit returns the child's exit code, after writing the diagnostic of a child that
-// crashed or was stopped.
+// crashed or was stopped. The caller holds c.lock.
 func (c *child) exit(err error, stderr io.Writer) int {
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
