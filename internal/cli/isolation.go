@@ -95,13 +95,17 @@ func (i *isolation) compiler() (*tosca.Compiler, error) {
 	if i.inProcess {
 		return tosca.NewCompiler(1), nil
 	}
-	if isolated, err := i.isolated(); err != nil || isolated {
+	isolated, err := i.isolated()
+	if err != nil {
+		return nil, err
+	}
+	if isolated {
 		compiler := tosca.NewCompiler(1)
 		compiler.Run = func(ctx context.Context, pkg *tosca.Package, inputs map[string]any, opts tosca.CompileOptions) (*cloutpkg.Clout, error) {
 			i.front.Work("compile", pkg.Entry, worker.DefaultOptions().CompileTimeout)
 			return compiler.CompileClout(ctx, pkg, inputs, opts)
 		}
-		return compiler, err
+		return compiler, nil
 	}
 	pool, err := i.start()
 	if err != nil {
@@ -119,14 +123,18 @@ func (i *isolation) renderer() (*render.Renderer, error) {
 		renderer.Charts = chartEngine()
 		return renderer, nil
 	}
-	if isolated, err := i.isolated(); err != nil || isolated {
+	isolated, err := i.isolated()
+	if err != nil {
+		return nil, err
+	}
+	if isolated {
 		renderer := render.NewRenderer(1)
 		renderer.Charts = chartEngine()
 		renderer.Run = func(ctx context.Context, compiled *tosca.Compiled, opts render.Options) (*render.Result, error) {
 			i.front.Work("render", compiled.Package.Entry, render.Budget(compiled, opts.Timeout)+worker.DefaultOptions().RenderGrace)
 			return renderer.RenderUncached(ctx, compiled, opts)
 		}
-		return renderer, err
+		return renderer, nil
 	}
 	pool, err := i.start()
 	if err != nil {
