@@ -149,3 +149,74 @@ func keyBy(value any, key, field string) any {
 	}
 	return result
 }
+
+// attributeFreeFunctions are the TOSCA functions that read no attribute: a value that
+// calls only these evaluates the same for any live attribute values. Constraints
+// (tosca.constraint.*) check the value they are declared on and read nothing else.
+// Functions are judged by name: a package that replaces one of these scriptlets with one
+// reading attributes gets renders of its own Service that do not follow them.
+var attributeFreeFunctions = map[string]bool{
+	"tosca.function.get_input":    true,
+	"tosca.function.get_property": true,
+	"tosca.function.concat":       true,
+	"tosca.function.join":         true,
+	"tosca.function.token":        true,
+}
+
+// mayReadAttributes tells whether evaluating the values of a compiled Clout may read live
+// attribute values: whether any value of a vertex, an edge or the Clout itself calls a
+// function that is not attribute-free (get_attribute, get_operation_output, a package's
+// own function), or an attribute's value is checked by a constraint (a live value that
+// fails it fails the render).
+func mayReadAttributes(clout *cloutpkg.Clout) bool {
+	if readsAttributes(clout.Properties, false, 0) {
+		return true
+	}
+	for _, vertex := range clout.Vertexes {
+		if readsAttributes(vertex.Properties, false, 0) {
+			return true
+		}
+		for _, edge := range vertex.EdgesOut {
+			if readsAttributes(edge.Properties, false, 0) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readsAttributes walks a Clout value for a function call that may read attributes, or
+// any function call in the attributes of a template (inAttributes); a value nested deeper
+// than Puccini's notation needs counts as one.
+func readsAttributes(value any, inAttributes bool, depth int) bool {
+	if depth > 1000 {
+		return true
+	}
+	switch v := value.(type) {
+	case ard.StringMap:
+		if call, ok := v["$functionCall"]; ok {
+			name, _ := ard.With(call).Get("name").String()
+			if inAttributes || !(attributeFreeFunctions[name] || strings.HasPrefix(name, "tosca.constraint.")) {
+				return true
+			}
+		}
+		for key, item := range v {
+			if readsAttributes(item, inAttributes || key == "attributes", depth+1) {
+				return true
+			}
+		}
+	case ard.Map:
+		for _, item := range v {
+			if readsAttributes(item, inAttributes, depth+1) {
+				return true
+			}
+		}
+	case ard.List:
+		for _, item := range v {
+			if readsAttributes(item, inAttributes, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -36,9 +36,9 @@ type realms struct {
 }
 
 // renderNodes sets the objects and attributes of every node of the driver's result data
-// that has a renderer, rendering each in a realm of its own. Problems of the package are
-// an *tosca.InvalidError.
-func (r *realms) renderNodes(ctx contextpkg.Context, data map[string]any, opts Options) error {
+// that has a renderer, rendering each in a realm of its own, and tells whether any
+// renderer read a view's attributes. Problems of the package are an *tosca.InvalidError.
+func (r *realms) renderNodes(ctx contextpkg.Context, data map[string]any, opts Options) (readsAttributes bool, err error) {
 	views := asMap(data["views"])
 	delete(data, "views")
 	for _, item := range asList(data["nodes"]) {
@@ -51,11 +51,14 @@ func (r *realms) renderNodes(ctx contextpkg.Context, data map[string]any, opts O
 			"service": opts.Service, "namespace": opts.Namespace}
 		rendered, err := r.render(ctx, params)
 		if err != nil {
-			return err
+			return false, err
 		}
 		node["objects"], node["attributes"] = rendered["objects"], rendered["attributes"]
+		if read, _ := rendered["readsAttributes"].(bool); read {
+			readsAttributes = true
+		}
 	}
-	return nil
+	return readsAttributes, nil
 }
 
 // render runs calaf.realm for one node in a fresh runtime, whose Clout holds a copy of the

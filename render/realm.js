@@ -35,11 +35,31 @@ function errorMessage(x) {
 exports.plain = plain;
 exports.errorMessage = errorMessage;
 
+// watchAttributes makes the attributes of a view, of its capabilities and of its
+// relationships call onRead when they are first read (or enumerated, copied, stringified):
+// a renderer that never reads them renders the same for any attribute values.
+function watchAttributes(v, onRead) {
+  function watch(holder) {
+    if (!holder || typeof holder !== 'object' || !('attributes' in holder)) return;
+    let value = holder.attributes;
+    Object.defineProperty(holder, 'attributes', {
+      get: function () { onRead(); return value; },
+      set: function (next) { onRead(); value = next; },
+      enumerable: true, configurable: true,
+    });
+  }
+  watch(v);
+  let capabilities = v.capabilities || {};
+  for (let name in capabilities) watch(capabilities[name]);
+  let relationships = v.relationships || [];
+  for (let i = 0; i < relationships.length; i++) watch(relationships[i]);
+}
+
 // lazyViews is every node's view by name, parsed from its JSON text when first read
 // (texts: node name → JSON), relationship targets by name resolved the same way: a realm
 // costs what its renderer reads, not the size of the topology. Views a renderer replaces,
-// adds or deletes are its realm's own.
-function lazyViews(texts) {
+// adds or deletes are its realm's own. onRead is called when a renderer reads attributes.
+function lazyViews(texts, onRead) {
   let parsed = Object.create(null);
   let removed = Object.create(null);
   let names = null;
@@ -49,6 +69,7 @@ function lazyViews(texts) {
     let text = texts[name];
     if (typeof text !== 'string') return undefined;
     let v = JSON.parse(text);
+    watchAttributes(v, onRead);
     parsed[name] = v;
     let relationships = v.relationships || [];
     for (let i = 0; i < relationships.length; i++) linkTarget(relationships[i]);
@@ -84,7 +105,8 @@ function lazyViews(texts) {
 // render runs the renderer of params.node: params.views is every node's view as JSON text
 // by name, with relationship targets by name.
 exports.render = function (params) {
-  let views = lazyViews(params.views);
+  let readsAttributes = false;
+  let views = lazyViews(params.views, function () { readsAttributes = true; });
   let view = views[params.node];
   let ctx = {
     service: { name: params.service, namespace: params.namespace },
@@ -99,9 +121,12 @@ exports.render = function (params) {
   try {
     let rendered = require(params.renderer).render(view, ctx);
     if (Array.isArray(rendered)) rendered = { objects: rendered };
-    if (!rendered) return { objects: [], attributes: {} };
-    // Copied as plain data, so that Go receives no cycles.
-    return { objects: plain(rendered.objects || []), attributes: plain(rendered.attributes || {}) };
+    if (!rendered) return { objects: [], attributes: {}, readsAttributes: readsAttributes };
+    // Copied as plain data, so that Go receives no cycles; what is copied may read the
+    // views' attributes, so readsAttributes is taken last.
+    let objects = plain(rendered.objects || []);
+    let attributes = plain(rendered.attributes || {});
+    return { objects: objects, attributes: attributes, readsAttributes: readsAttributes };
   } catch (x) {
     throw util.sprintf('node %q: renderer %s: %s', params.node, params.renderer, errorMessage(x));
   }

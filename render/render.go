@@ -109,8 +109,7 @@ func NewRenderer(cacheSize int) *Renderer {
 // as *tosca.InvalidError. The result may be shared with the cache: DeepCopy objects
 // before changing them.
 func (r *Renderer) Render(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error) {
-	key := renderKey(compiled.Key, opts)
-	if result, ok := r.load(key); ok {
+	if result, ok := r.Cached(compiled.Key, opts); ok {
 		return result, nil
 	}
 	start := time.Now()
@@ -125,8 +124,13 @@ func (r *Renderer) Render(ctx contextpkg.Context, compiled *tosca.Compiled, opts
 	if err != nil {
 		return nil, err
 	}
-	result.Key = key
-	r.store(key, result)
+	// A render that read no attributes is the one of any attribute values: it is kept
+	// under the key without them.
+	if !result.ReadsAttributes {
+		opts.Attributes = nil
+	}
+	result.Key = renderKey(compiled.Key, opts)
+	r.store(result.Key, result)
 	return result, nil
 }
 
@@ -157,10 +161,18 @@ func (r *Renderer) store(key string, result *Result) {
 }
 
 // Cached returns the result of an earlier render of the compile key with opts, if the
-// cache still holds it: a caller that has it needs neither the compiled package nor a
-// render. The result may be shared with the cache, as Render's.
+// cache still holds it — or of one with other attribute values that read none of them
+// (Result.ReadsAttributes): a caller that has it needs neither the compiled package nor
+// a render. The result may be shared with the cache, as Render's.
 func (r *Renderer) Cached(compileKey string, opts Options) (*Result, bool) {
-	return r.load(renderKey(compileKey, opts))
+	if result, ok := r.load(renderKey(compileKey, opts)); ok || len(opts.Attributes) == 0 {
+		return result, ok
+	}
+	opts.Attributes = nil
+	if result, ok := r.load(renderKey(compileKey, opts)); ok && !result.ReadsAttributes {
+		return result, true
+	}
+	return nil, false
 }
 
 func renderKey(compileKey string, opts Options) string {
@@ -192,13 +204,15 @@ func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 	if err != nil {
 		return nil, err
 	}
-	if err := realms.renderNodes(ctx, data, opts); err != nil {
+	renderersRead, err := realms.renderNodes(ctx, data, opts)
+	if err != nil {
 		return nil, err
 	}
 	result, err := assemble(raw, opts)
 	if err != nil {
 		return nil, err
 	}
+	result.ReadsAttributes = renderersRead || mayReadAttributes(compiled.Clout)
 	result.Warnings = compiled.Warnings()
 	if err := mapVNF(ctx, compiled, data, result, opts, r.Charts); err != nil {
 		return nil, err

@@ -33,6 +33,11 @@ type Result struct {
 	// Lifecycle is what lifecycle operations read: scaling aspects and their levels, the
 	// nodes' hooks, the alert rules.
 	Lifecycle *v1alpha1.LifecycleStatus
+	// ReadsAttributes says that the render may have read live attribute values: the
+	// package calls get_attribute or a function that may read them (mayReadAttributes),
+	// or a renderer read a view's attributes. A render that did not is the same for any
+	// attribute values, and is cached regardless of them.
+	ReadsAttributes bool
 }
 
 // Node is the plan of one node template.
