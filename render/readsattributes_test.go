@@ -105,16 +105,19 @@ func TestRenderCacheIgnoresUnreadAttributes(t *testing.T) {
 			renderer := NewRenderer(8)
 			renders := 0
 			renderer.OnRender = func(time.Duration, error) { renders++ }
-			first := Options{Service: "s", Namespace: "n"}
+			first := Options{Service: "s", Namespace: "n", Attributes: map[string]map[string]any{}} // none recorded yet
 			observed := Options{Service: "s", Namespace: "n", Attributes: map[string]map[string]any{"probe": {"phase": "Bound"}}}
 			changed := Options{Service: "s", Namespace: "n", Attributes: map[string]map[string]any{"probe": {"phase": "Lost"}}}
-			for _, opts := range []Options{first, observed, changed, observed} {
+			for _, opts := range []Options{first, first, observed, changed, observed} {
 				if _, err := renderer.Render(ctx, compiled, opts); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if renders != c.renders {
-				t.Errorf("%d renders for 4 calls with 3 attribute values, want %d", renders, c.renders)
+				t.Errorf("%d renders for 5 calls with 3 attribute values, want %d", renders, c.renders)
+			}
+			if _, ok := renderer.Cached(compiled.Key, Options{Service: "s", Namespace: "n"}); !ok {
+				t.Error("Cached without attributes misses the render with an empty map of them")
 			}
 			other := Options{Service: "s", Namespace: "n", Attributes: map[string]map[string]any{"probe": {"phase": "Pending"}}}
 			if _, ok := renderer.Cached(compiled.Key, other); ok != (c.renders == 1) {

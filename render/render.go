@@ -175,7 +175,12 @@ func (r *Renderer) Cached(compileKey string, opts Options) (*Result, bool) {
 	return nil, false
 }
 
+// renderKey identifies a render: the compile and the options, no attributes and an empty
+// map of them alike.
 func renderKey(compileKey string, opts Options) string {
+	if len(opts.Attributes) == 0 {
+		opts.Attributes = nil
+	}
 	h := sha256.New()
 	data, _ := json.Marshal([]any{compileKey, opts.Service, opts.Namespace, opts.Attributes, opts.Instantiate, opts.Scale, opts.Stopped})
 	h.Write(data)
