@@ -100,7 +100,7 @@ func (o *Operator) Start() error {
 	args := append([]string{"operator", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, o.Args...)
 	cmd := exec.Command(o.Binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = operatorProcAttr()
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return err
