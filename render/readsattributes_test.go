@@ -71,6 +71,7 @@ func TestRenderReadsAttributes(t *testing.T) {
 		{"a capability's attributes", "let c = node.capabilities; for (let k in c) return JSON.stringify(c[k].attributes); return ''", noProperty, true},
 		{"the whole view as JSON", "return JSON.stringify(node).length", noProperty, true},
 		{"a copy of the view", "return Object.assign({}, node).name", noProperty, true},
+		{"another node, after replacing defineProperty", "Object.defineProperty = function (o) { return o; }; return JSON.stringify(ctx.nodes.web.attributes)", noProperty, true},
 		{"a get_attribute in a property", "return ''", "        env:\n          PHASE: { get_attribute: [ probe, phase ] }", true},
 		{"a get_property in a property", "return ''", "        env:\n          IMAGE: { get_property: [ SELF, image ] }", false},
 		{"a constraint on an attribute", "return ''", constrainedPhase, true},

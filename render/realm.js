@@ -3,6 +3,10 @@
 // here: what a renderer does to its realm (its prototypes, globals, modules, the views) no
 // other node's renderer sees. Returns plain data, prints nothing.
 
+// defineProperty is taken before any renderer runs: one that replaces Object.defineProperty
+// cannot break the copies of what it returns, nor keep its reads of attributes unseen.
+const defineProperty = Object.defineProperty;
+
 // plain copies a value out of Go wrappers into plain JavaScript data: own properties only,
 // so that nothing inherited (a polluted prototype) is copied.
 function plain(value, depth) {
@@ -21,7 +25,7 @@ function plain(value, depth) {
   let object = {};
   let keys = Object.keys(value);
   for (let i = 0; i < keys.length; i++) {
-    Object.defineProperty(object, keys[i], { value: plain(value[keys[i]], depth + 1), enumerable: true, writable: true, configurable: true });
+    defineProperty(object, keys[i], { value: plain(value[keys[i]], depth + 1), enumerable: true, writable: true, configurable: true });
   }
   return object;
 }
@@ -42,7 +46,7 @@ function watchAttributes(v, onRead) {
   function watch(holder) {
     if (!holder || typeof holder !== 'object' || !('attributes' in holder)) return;
     let value = holder.attributes;
-    Object.defineProperty(holder, 'attributes', {
+    defineProperty(holder, 'attributes', {
       get: function () { onRead(); return value; },
       set: function (next) { onRead(); value = next; },
       enumerable: true, configurable: true,
@@ -77,9 +81,9 @@ function lazyViews(texts, onRead) {
   }
   function linkTarget(relationship) {
     let target = relationship.target;
-    Object.defineProperty(relationship, 'target', {
+    defineProperty(relationship, 'target', {
       get: function () { return view(target); },
-      set: function (value) { Object.defineProperty(relationship, 'target', { value: value, enumerable: true, writable: true, configurable: true }); },
+      set: function (value) { defineProperty(relationship, 'target', { value: value, enumerable: true, writable: true, configurable: true }); },
       enumerable: true, configurable: true,
     });
   }
