@@ -6,13 +6,17 @@ import (
 	"bytes"
 	goflag "flag"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -26,8 +30,7 @@ func newOperatorCommand() *cobra.Command {
 	opts := operator.DefaultOptions()
 	opts.Orchestration = true
 	zapOptions := zap.Options{}
-	var qps float32
-	var burst int
+	apiClient := apiClientFlags{}
 	memoryLimit := resource.MustParse("0")
 	gcPercent := operator.DefaultGCPercent
 	var webhookTokenFile string
@@ -41,8 +44,9 @@ func newOperatorCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			config.UserAgent = "calaf-operator"
-			config.QPS, config.Burst = qps, burst
+			if err := apiClient.configure(config); err != nil {
+				return err
+			}
 			operator.SetMemoryLimit(memoryLimit.Value())
 			operator.SetGCPercent(gcPercent)
 			opts.WebhookToken = webhookToken(webhookTokenFile)
@@ -57,8 +61,7 @@ func newOperatorCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&kube.kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster config, $KUBECONFIG, ~/.kube/config)")
 	cmd.Flags().StringVar(&kube.context, "context", "", "kubeconfig context")
-	cmd.Flags().Float32Var(&qps, "kube-api-qps", 100, "requests per second to the API server, sustained")
-	cmd.Flags().IntVar(&burst, "kube-api-burst", 300, "requests to the API server in a burst")
+	apiClient.register(cmd.Flags())
 	cmd.Flags().StringVar(&opts.Namespace, "watch-namespace", "", "watch only this namespace (namespaced mode); default: all")
 	cmd.Flags().Var(selectorFlag{&opts.ServiceSelector}, "watch-label-selector", "handle only the Services this label selector selects: one shard of a fleet, e.g. sharding.calaf.io/key=shard1 (and !sharding.calaf.io/key for the main one)")
 	cmd.Flags().StringVar(&opts.MetricsAddress, "metrics-bind-address", opts.MetricsAddress, "address of the Prometheus metrics endpoint (0 disables it)")
@@ -91,6 +94,45 @@ func newOperatorCommand() *cobra.Command {
 	zapOptions.BindFlags(logFlags)
 	cmd.Flags().AddGoFlagSet(logFlags)
 	return cmd
+}
+
+// apiClientFlags are the operator's settings of its API server client.
+type apiClientFlags struct {
+	qps         float32
+	burst       int
+	compression bool
+}
+
+func (f *apiClientFlags) register(flags *pflag.FlagSet) {
+	flags.Float32Var(&f.qps, "kube-api-qps", 100, "requests per second to the API server, sustained")
+	flags.IntVar(&f.burst, "kube-api-burst", 300, "requests to the API server in a burst")
+	flags.BoolVar(&f.compression, "kube-api-compression", false, "ask the API server to compress its responses and watch streams (gzip): it costs both sides CPU, worth it only on a slow link to the API server")
+}
+
+// idleConnsPerHost is how many idle connections to the API server the operator keeps, as
+// client-go's own transports do.
+const idleConnsPerHost = 25
+
+// configure sets them on config. Without compression, neither the API server nor the
+// operator spends CPU on gzip for every response and watch event, which on a cluster's
+// network saves more than it costs. An API server reached in plain HTTP (through a local
+// proxy) gets a transport of the operator's own, as one reached over TLS does: client-go
+// would use Go's shared default one, which asks for gzip whatever the config says and
+// keeps only 2 idle connections, so that the operator's concurrent requests would open
+// and close connections all the time.
+func (f apiClientFlags) configure(config *rest.Config) error {
+	config.UserAgent = "calaf-operator"
+	config.QPS, config.Burst = f.qps, f.burst
+	config.DisableCompression = !f.compression
+	if config.Transport != nil || config.Dial != nil || config.Proxy != nil {
+		return nil
+	}
+	tlsConfig, err := rest.TLSConfigFor(config)
+	if err != nil || tlsConfig != nil {
+		return err
+	}
+	config.Transport = utilnet.SetTransportDefaults(&http.Transport{DisableCompression: config.DisableCompression, MaxIdleConnsPerHost: idleConnsPerHost})
+	return nil
 }
 
 // webhookToken reads the webhook token from a file (e.g. a mounted Secret, so it can be
