@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
 
@@ -60,9 +61,13 @@ func (p *countingProxy) Close() { _ = p.server.Close() }
 // Host is the proxy's address, for a client's rest.Config.
 func (p *countingProxy) Host() string { return "http://" + p.listener.Addr().String() }
 
-// Config returns a client configuration that goes through the proxy.
+// Config returns a client configuration that goes through the proxy, with the transport
+// the operator makes for itself in plain HTTP (25 idle connections, no gzip), so that the
+// baseline's client and the operator talk to their proxies alike: client-go's default for
+// plain HTTP, Go's shared transport, keeps 2 idle connections and closes the others.
 func (p *countingProxy) Config(qps float32, burst int) *rest.Config {
-	return &rest.Config{Host: p.Host(), QPS: qps, Burst: burst}
+	transport := utilnet.SetTransportDefaults(&http.Transport{MaxIdleConnsPerHost: 25, DisableCompression: true})
+	return &rest.Config{Host: p.Host(), QPS: qps, Burst: burst, Transport: transport, DisableCompression: true}
 }
 
 // WriteKubeconfig writes a kubeconfig that goes through the proxy.
