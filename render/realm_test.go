@@ -151,3 +151,44 @@ func TestRealmViews(t *testing.T) {
 		}
 	}
 }
+
+// setterTemplate's renderer puts a setter on Object.prototype for a key its object has,
+// one that throws when called, and returns data whose keys include __proto__.
+const setterTemplate = `tosca_definitions_version: tosca_simple_yaml_1_3
+metadata:
+  puccini.scriptlet:probe.render: |-
+    exports.render = function (node, ctx) {
+      Object.defineProperty(Object.prototype, 'data', { set: function () { throw 'a setter of Object.prototype saw the data'; }, configurable: true });
+      let object = JSON.parse('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"}}');
+      Object.defineProperty(object, 'data', { value: JSON.parse('{"__proto__": "p", "k": "v"}'), enumerable: true });
+      return [object];
+    };
+imports:
+- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
+node_types:
+  x.Probe:
+    derived_from: calaf.nodes.Root
+    metadata:
+      calaf.render: probe.render
+topology_template:
+  node_templates:
+    probe:
+      type: x.Probe
+`
+
+// TestRealmCopiesInheritedKeys checks that what a renderer returns is copied as own
+// properties even under the keys the copy inherits: no setter a renderer put on
+// Object.prototype sees a value, and a key named __proto__ is data, not a prototype.
+func TestRealmCopiesInheritedKeys(t *testing.T) {
+	result, err := renderTemplate(t, setterTemplate, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(result.Objects) != 1 {
+		t.Fatalf("rendered %d objects, want 1", len(result.Objects))
+	}
+	data, _ := result.Objects[0].Object["data"].(map[string]any)
+	if data["__proto__"] != "p" || data["k"] != "v" || len(data) != 2 {
+		t.Errorf("data is %v, want __proto__: p and k: v", data)
+	}
+}
