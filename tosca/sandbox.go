@@ -157,7 +157,7 @@ func (s *Sandbox) environment(clout *cloutpkg.Clout, probs *problems.Problems, s
 		{Name: "ard", Create: func(*commonjs.Context) any { return sandboxARD{} }},
 		{Name: "transcribe", Create: func(*commonjs.Context) any { return sandboxTranscribe{} }},
 		{Name: "clout", Create: func(jsContext *commonjs.Context) any {
-			return &sandboxClout{CloutAPI: puccini.NewCloutAPI(clout, jsContext)}
+			return &sandboxClout{CloutAPI: puccini.NewCloutAPI(clout, jsContext), runtime: jsContext.Environment.Runtime, probs: probs}
 		}},
 		{Name: "problems", Create: func(*commonjs.Context) any { return probs }},
 	}
@@ -286,9 +286,26 @@ func scriptMessage(err error) string {
 }
 
 // sandboxClout is Puccini's clout API without the members that reach the host: "load"
-// reads any URL and "callAll" runs scriptlets in Puccini's unsandboxed environment.
+// reads any URL and "callAll" runs scriptlets in Puccini's unsandboxed environment; and
+// with Calaf's coerceValues.
 type sandboxClout struct {
 	*js.CloutAPI
+	runtime  *goja.Runtime
+	probs    *problems.Problems
+	coercing bool
+}
+
+// CoerceValues evaluates every value of the topology in place, as Puccini's
+// traversal.coerce does, reporting each value that fails as a problem (valueCoercer). A
+// TOSCA function that calls it while it runs gets an error instead of a recursion.
+func (c *sandboxClout) CoerceValues() error {
+	if c.coercing {
+		return errors.New("clout.coerceValues is already running")
+	}
+	c.coercing = true
+	defer func() { c.coercing = false }()
+	coercer := valueCoercer{api: c.CloutAPI, runtime: c.runtime, probs: c.probs}
+	return coercer.coerce()
 }
 
 // Load is refused in the sandbox.
