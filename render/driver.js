@@ -10,28 +10,9 @@ const realm = require('calaf.realm');
 const plain = realm.plain;
 const errorMessage = realm.errorMessage;
 
-// typeChain returns a type hierarchy as names, most derived first.
+// typeChain returns a type hierarchy as names, most derived first (calafDriver: in Go).
 function typeChain(types) {
-  let parents = {};
-  for (let name in types) if (types[name].parent) parents[types[name].parent] = true;
-  let leaf = null;
-  for (let name in types) if (!parents[name]) leaf = name;
-  let chain = [];
-  while (leaf && types[leaf] && chain.indexOf(leaf) === -1) {
-    chain.push(leaf);
-    leaf = types[leaf].parent;
-  }
-  return chain;
-}
-
-// typeMetadata merges the metadata of a type chain, the most derived type winning.
-function typeMetadata(types, chain) {
-  let metadata = {};
-  for (let i = chain.length - 1; i >= 0; i--) {
-    let m = types[chain[i]].metadata || {};
-    for (let key in m) metadata[key] = m[key];
-  }
-  return metadata;
+  return calafDriver.typeChain(types);
 }
 
 function artifactView(artifact, root) {
@@ -66,7 +47,7 @@ function nodeView(vertex, root) {
     name: template.name,
     type: types[0],
     types: types,
-    typeMetadata: typeMetadata(template.types, types),
+    typeMetadata: calafDriver.typeMetadata(template.types, types),
     metadata: plain(template.metadata || {}),
     properties: plain(template.properties),
     attributes: plain(template.attributes),
@@ -78,29 +59,29 @@ function nodeView(vertex, root) {
 
 function operationsOf(template, detached) {
   let operations = [];
-  for (let interfaceName in template.interfaces) {
+  let implemented = calafDriver.implementedOperations(template.interfaces);
+  for (let i = 0; i < implemented.length; i++) {
+    let interfaceName = implemented[i][0];
+    let operationName = implemented[i][1];
     let interface_ = template.interfaces[interfaceName];
+    let operation = interface_.operations[operationName];
     let interfaceTypes = typeChain(interface_.types || {});
-    for (let operationName in interface_.operations) {
-      let operation = interface_.operations[operationName];
-      if (!operation.implementation) continue;
-      let declared = detached.interfaces[interfaceName];
-      let inputs = {};
-      let errors = coerceInputs(detached.vertex, declared.inputs, inputs)
-        .concat(coerceInputs(detached.vertex, declared.operations[operationName], inputs));
-      let inputsError = errors.join('; ');
-      operations.push({
-        interface: interfaceName,
-        interfaceType: interfaceTypes[0],
-        interfaceTypes: interfaceTypes,
-        name: operationName,
-        implementation: operation.implementation,
-        dependencies: plain(operation.dependencies || []),
-        timeout: operation.timeout,
-        inputs: inputs,
-        inputsError: inputsError,
-      });
-    }
+    let declared = detached.interfaces[interfaceName];
+    let inputs = {};
+    let errors = coerceInputs(detached.vertex, declared.inputs, inputs)
+      .concat(coerceInputs(detached.vertex, declared.operations[operationName], inputs));
+    let inputsError = errors.join('; ');
+    operations.push({
+      interface: interfaceName,
+      interfaceType: interfaceTypes[0],
+      interfaceTypes: interfaceTypes,
+      name: operationName,
+      implementation: operation.implementation,
+      dependencies: plain(operation.dependencies || []),
+      timeout: operation.timeout,
+      inputs: inputs,
+      inputsError: inputsError,
+    });
   }
   return operations;
 }
@@ -124,28 +105,10 @@ function coerceOutputs(declared) {
 
 // detachOperationInputs takes the inputs of every interface and operation out of the node
 // templates, so that coercing the Clout does not evaluate them: they are evaluated when
-// the operation runs, once the attributes they read have been observed.
+// the operation runs, once the attributes they read have been observed (calafDriver: in
+// Go).
 function detachOperationInputs() {
-  let detached = {};
-  for (let id in clout.vertexes) {
-    let vertex = clout.vertexes[id];
-    if (!tosca.isNodeTemplate(vertex)) continue;
-    let interfaces = vertex.properties.interfaces;
-    let byInterface = {};
-    for (let interfaceName in interfaces) {
-      let interface_ = interfaces[interfaceName];
-      let operations = {};
-      for (let operationName in interface_.operations) {
-        let operation = interface_.operations[operationName];
-        operations[operationName] = operation.inputs || {};
-        operation.inputs = {};
-      }
-      byInterface[interfaceName] = { inputs: interface_.inputs || {}, operations: operations };
-      interface_.inputs = {};
-    }
-    detached[vertex.properties.name] = { vertex: vertex, interfaces: byInterface };
-  }
-  return detached;
+  return calafDriver.detachOperationInputs(clout.vertexes);
 }
 
 // coerceInputs evaluates detached inputs in the context of their node, in name order,

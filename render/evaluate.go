@@ -55,7 +55,7 @@ func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[
 		return nil, nil, err
 	}
 	probs := problems.NewProblems(nil)
-	sandbox := &tosca.Sandbox{Timeout: limits.budget, Log: log, Programs: programs, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}}}
+	sandbox := &tosca.Sandbox{Timeout: limits.budget, Log: log, Programs: programs, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}, "calafDriver": driverAPI{}}}
 	result, execErr := sandbox.Exec(ctx, clout, probs, driverScriptlet, function, params)
 	if script, ok := execErr.(*tosca.ScriptError); ok && script.Timeout {
 		execErr = &tosca.ScriptError{Scriptlet: script.Scriptlet, Timeout: true, Message: "did not finish within " + budgetText(limits.budget, limits.timeout)}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,13 +135,20 @@ func (s *Sandbox) environment(clout *cloutpkg.Clout, probs *problems.Problems, s
 	}
 	env.Runtime.SetMaxCallStackSize(maxCallStack)
 	env.Timeout = timeout
+	// A module's compiled program takes the extensions as parameters, in order: programs
+	// are shared only between runs with the same globals.
+	globals := make([]string, 0, len(s.Globals))
+	for name := range s.Globals {
+		globals = append(globals, name)
+	}
+	sort.Strings(globals)
 	env.CreateResolver = func(_ exturl.URL, _ *commonjs.Context) commonjs.ResolveFunc {
 		return func(_ contextpkg.Context, id string, _ bool) (exturl.URL, error) {
 			source, err := js.GetScriptlet(id, clout)
 			if err != nil {
 				return nil, err
 			}
-			sum := sha256.Sum256([]byte(source))
+			sum := sha256.Sum256([]byte(strings.Join(globals, ",") + "\x00" + source))
 			url := urlContext.NewInternalURL(id + "@" + hex.EncodeToString(sum[:6]))
 			url.SetContent(source)
 			return url, nil
@@ -161,7 +169,8 @@ func (s *Sandbox) environment(clout *cloutpkg.Clout, probs *problems.Problems, s
 		}},
 		{Name: "problems", Create: func(*commonjs.Context) any { return probs }},
 	}
-	for name, global := range s.Globals {
+	for _, name := range globals {
+		global := s.Globals[name]
 		env.Extensions = append(env.Extensions, commonjs.Extension{Name: name, Create: func(*commonjs.Context) any { return global }})
 	}
 	return env

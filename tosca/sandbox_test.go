@@ -1,0 +1,47 @@
+package tosca
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	cloutpkg "github.com/tliron/puccini/clout"
+	"github.com/tliron/puccini/clout/js"
+)
+
+// TestProgramsSharedAcrossGlobals runs one scriptlet in sandboxes that share compiled
+// programs but not their globals: a module takes the globals as parameters of its compiled
+// wrapper, so a program compiled with other globals would hand it the wrong ones.
+func TestProgramsSharedAcrossGlobals(t *testing.T) {
+	clout := cloutpkg.NewClout()
+	clout.Metadata["puccini"] = map[string]any{"scriptlets": map[string]any{}}
+	if err := js.SetScriptlet("test.read", "exports.read = function () { return typeof b === 'object' && b !== null ? b.name : 'b is ' + typeof b; };", clout); err != nil {
+		t.Fatal(err)
+	}
+	programs := NewPrograms()
+	many := map[string]any{"b": map[string]any{"name": "b of many"}}
+	for i := range 9 {
+		many[fmt.Sprintf("a%d", i)] = map[string]any{"name": fmt.Sprintf("a%d", i)}
+	}
+	runs := []struct {
+		globals map[string]any
+		want    string
+	}{
+		{many, "b of many"},
+		{map[string]any{"b": map[string]any{"name": "b alone"}}, "b alone"},
+		{map[string]any{"a0": map[string]any{"name": "a0"}, "b": map[string]any{"name": "b with a0"}}, "b with a0"},
+		{many, "b of many"},
+	}
+	for i, run := range runs {
+		sandbox := &Sandbox{Timeout: time.Minute, Log: logr.Discard(), Programs: programs, Globals: run.globals}
+		got, err := sandbox.Exec(context.Background(), clout, nil, "test.read", "read")
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if got != run.want {
+			t.Errorf("run %d: the scriptlet read %q, want %q", i, got, run.want)
+		}
+	}
+}
