@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -77,5 +78,58 @@ func TestCompileCacheHitUsesCallersPackage(t *testing.T) {
 	// plmn-config reads Files/config/amf.conf from the package while rendering.
 	if _, err := renderer.Render(ctx, compiled, Options{Service: "demo", Namespace: "demo"}); err != nil {
 		t.Fatalf("render after the first package was closed: %v", err)
+	}
+}
+
+// TestRenderOwnedMatchesCopy renders packages both ways: on a copy of the compiled Clout
+// (RenderUncached) and on a Clout given away (RenderOwned, what a worker does with a Clout
+// it has just bound). Both give the same result, attributes read included, and the owned
+// render runs the renderers the package compiled with.
+func TestRenderOwnedMatchesCopy(t *testing.T) {
+	attributeInProperty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(attributeInProperty, "service.yaml"), []byte(`tosca_definitions_version: tosca_simple_yaml_1_3
+imports:
+- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
+topology_template:
+  node_templates:
+    web:
+      type: calaf.nodes.Deployment
+      properties: { image: busybox:1.36 }
+    config:
+      type: calaf.nodes.ConfigMap
+      properties:
+        data:
+          replicas: { get_attribute: [ web, replicas ] }
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"../examples/hello-world", "../examples/network-service", "../examples/vendor-profile", attributeInProperty} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			compiled := compileForResolve(t, dir, "")
+			opts := Options{Service: "s", Namespace: "n"}
+			renderer := NewRenderer(1)
+			want, err := renderer.RenderUncached(context.Background(), compiled, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clout, err := compiled.Clout.Copy()
+			if err != nil {
+				t.Fatal(err)
+			}
+			owned := *compiled
+			owned.Clout = clout
+			got, err := renderer.RenderOwned(context.Background(), &owned, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJSON, _ := json.Marshal(want)
+			gotJSON, _ := json.Marshal(got)
+			if string(gotJSON) != string(wantJSON) {
+				t.Errorf("owned render differs:\n%s\nwant\n%s", gotJSON, wantJSON)
+			}
+			if dir == attributeInProperty && !want.ReadsAttributes {
+				t.Errorf("a property reads an attribute, but the render says it reads none")
+			}
+		})
 	}
 }

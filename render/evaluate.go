@@ -3,6 +3,7 @@ package render
 import (
 	contextpkg "context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,7 +20,7 @@ import (
 // returns a new Clout.
 func Evaluate(ctx contextpkg.Context, compiled *tosca.Compiled, timeout time.Duration, coerce bool) (*cloutpkg.Clout, error) {
 	limits := scriptLimits{timeout, Budget(compiled, timeout)}
-	clout, _, err := runDriver(ctx, compiled, nil, limits, logr.Discard(), nil, "evaluate", map[string]any{"coerce": coerce})
+	clout, _, err := runDriver(ctx, compiled, false, nil, limits, logr.Discard(), nil, "evaluate", map[string]any{"coerce": coerce})
 	if err != nil {
 		return nil, err
 	}
@@ -39,10 +40,12 @@ type scriptLimits struct {
 
 // runDriver runs an export of the driver scriptlet on a copy of the compiled Clout (with
 // live attributes set), within the budget, and returns the copy and the export's result.
-// Problems reported by scriptlets and script failures become an *tosca.InvalidError.
-func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[string]map[string]any, limits scriptLimits, log logr.Logger, programs *tosca.Programs, function string, params map[string]any) (*cloutpkg.Clout, any, error) {
+// An owned Clout's vertexes and properties are not copied but changed in place; its
+// metadata (the package's scriptlets, the VNFD) is copied all the same. Problems reported
+// by scriptlets and script failures become an *tosca.InvalidError.
+func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, owned bool, attributes map[string]map[string]any, limits scriptLimits, log logr.Logger, programs *tosca.Programs, function string, params map[string]any) (*cloutpkg.Clout, any, error) {
 	pkg := compiled.Package
-	clout, err := compiled.Clout.Copy()
+	clout, err := driverClout(compiled.Clout, owned)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,6 +67,19 @@ func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, attributes map[
 		return nil, nil, err
 	}
 	return clout, result, nil
+}
+
+// driverClout is the Clout the driver runs on: a copy, or an owned Clout's vertexes and
+// properties with a copy of its metadata.
+func driverClout(compiled *cloutpkg.Clout, owned bool) (*cloutpkg.Clout, error) {
+	if !owned {
+		return compiled.Copy()
+	}
+	metadata, ok := ard.CopyMapsToStringMaps(compiled.Metadata).(ard.StringMap)
+	if !ok {
+		return nil, fmt.Errorf("the compiled Clout's metadata is not a map")
+	}
+	return &cloutpkg.Clout{Version: compiled.Version, Metadata: metadata, Properties: compiled.Properties, Vertexes: compiled.Vertexes}, nil
 }
 
 // driverFailure turns the problems that scriptlets reported and the failure of a run of

@@ -192,6 +192,17 @@ func renderKey(compileKey string, opts Options) string {
 // values evaluated in one JavaScript realm, then every node's renderer runs in a realm of
 // its own (realms), all within the render's Budget.
 func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error) {
+	return r.renderUncached(ctx, compiled, opts, false)
+}
+
+// RenderOwned is RenderUncached for a compiled package whose Clout is the caller's alone
+// (a Clout a worker has just bound): its vertexes and properties are evaluated in place
+// instead of in a copy, and it cannot be rendered again.
+func (r *Renderer) RenderOwned(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options) (*Result, error) {
+	return r.renderUncached(ctx, compiled, opts, true)
+}
+
+func (r *Renderer) renderUncached(ctx contextpkg.Context, compiled *tosca.Compiled, opts Options, owned bool) (*Result, error) {
 	params := map[string]any{
 		"service":   opts.Service,
 		"namespace": opts.Namespace,
@@ -200,15 +211,17 @@ func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 	}
 	start := time.Now()
 	budget := Budget(compiled, opts.Timeout)
-	_, raw, err := runDriver(ctx, compiled, opts.Attributes, scriptLimits{opts.Timeout, budget}, r.Log, r.programs, "run", params)
-	if err != nil {
-		return nil, err
-	}
-	data, _ := raw.(map[string]any)
+	// Read before the driver, which evaluates an owned Clout's functions in place.
+	mayRead := mayReadAttributes(compiled.Clout)
 	realms, err := newRealms(compiled, start, opts.Timeout, budget, r.Log, r.programs)
 	if err != nil {
 		return nil, err
 	}
+	_, raw, err := runDriver(ctx, compiled, owned, opts.Attributes, scriptLimits{opts.Timeout, budget}, r.Log, r.programs, "run", params)
+	if err != nil {
+		return nil, err
+	}
+	data, _ := raw.(map[string]any)
 	renderersRead, err := realms.renderNodes(ctx, data, opts)
 	if err != nil {
 		return nil, err
@@ -217,7 +230,7 @@ func (r *Renderer) RenderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 	if err != nil {
 		return nil, err
 	}
-	result.ReadsAttributes = renderersRead || mayReadAttributes(compiled.Clout)
+	result.ReadsAttributes = renderersRead || mayRead
 	result.Warnings = compiled.Warnings()
 	if err := mapVNF(ctx, compiled, data, result, opts, r.Charts); err != nil {
 		return nil, err

@@ -148,7 +148,11 @@ func (s *server) renderOrEvaluate(ctx context.Context, req *request, pkg *tosca.
 		resp.Clout, err = encodeClout(evaluated)
 		return err
 	}
-	result, err := s.renderer.RenderUncached(ctx, compiled, req.Render)
+	renderFunc := s.renderer.RenderUncached
+	if req.Bind != nil {
+		renderFunc = s.renderer.RenderOwned // the Clout was bound for this request alone
+	}
+	result, err := renderFunc(ctx, compiled, req.Render)
 	if err != nil {
 		return err
 	}
