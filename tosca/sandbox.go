@@ -157,23 +157,37 @@ func (s *Sandbox) environment(clout *cloutpkg.Clout, probs *problems.Problems, s
 	console := &sandboxConsole{log: s.Log.WithName("js")}
 	puccini := js.NewEnvironment(scriptlet, nil, nil, true, "yaml", true, false, false, "", urlContext)
 	env.Extensions = []commonjs.Extension{
-		{Name: "console", Create: func(*commonjs.Context) any { return console }},
-		{Name: "env", Create: func(*commonjs.Context) any {
+		{Name: "console", Create: once(func(*commonjs.Context) any { return console })},
+		{Name: "env", Create: once(func(*commonjs.Context) any {
 			return &sandboxEnv{Arguments: map[string]string{"history": "false"}, Log: console}
-		}},
-		{Name: "util", Create: func(*commonjs.Context) any { return sandboxUtil{Util: api.NewUtil(nil)} }},
-		{Name: "ard", Create: func(*commonjs.Context) any { return sandboxARD{} }},
-		{Name: "transcribe", Create: func(*commonjs.Context) any { return sandboxTranscribe{} }},
-		{Name: "clout", Create: func(jsContext *commonjs.Context) any {
+		})},
+		{Name: "util", Create: once(func(*commonjs.Context) any { return sandboxUtil{Util: api.NewUtil(nil)} })},
+		{Name: "ard", Create: once(func(*commonjs.Context) any { return sandboxARD{} })},
+		{Name: "transcribe", Create: once(func(*commonjs.Context) any { return sandboxTranscribe{} })},
+		{Name: "clout", Create: once(func(jsContext *commonjs.Context) any {
 			return &sandboxClout{CloutAPI: puccini.NewCloutAPI(clout, jsContext), runtime: jsContext.Environment.Runtime, probs: probs}
-		}},
-		{Name: "problems", Create: func(*commonjs.Context) any { return probs }},
+		})},
+		{Name: "problems", Create: once(func(*commonjs.Context) any { return probs })},
 	}
 	for _, name := range globals {
 		global := s.Globals[name]
-		env.Extensions = append(env.Extensions, commonjs.Extension{Name: name, Create: func(*commonjs.Context) any { return global }})
+		env.Extensions = append(env.Extensions, commonjs.Extension{Name: name, Create: once(func(*commonjs.Context) any { return global })})
 	}
 	return env
+}
+
+// once makes an extension's JavaScript value once per run, and hands every module of the
+// run that same value: wrapping the Go value anew for each module (its methods looked up
+// by reflection) was a tenth of a render. None of them keeps state of its own in
+// JavaScript: each wraps one Go value, which every module shared already.
+func once(create commonjs.CreateExtensionFunc) commonjs.CreateExtensionFunc {
+	var value goja.Value
+	return func(jsContext *commonjs.Context) any {
+		if value == nil {
+			value = jsContext.Environment.Runtime.ToValue(create(jsContext))
+		}
+		return value
+	}
 }
 
 // interrupter stops a run once, remembering whether it was for the deadline.

@@ -45,3 +45,32 @@ func TestProgramsSharedAcrossGlobals(t *testing.T) {
 		}
 	}
 }
+
+// TestExtensionsOncePerRun wants every module of a run handed the same global objects, made
+// once per run (once), and a new run new ones.
+func TestExtensionsOncePerRun(t *testing.T) {
+	clout := cloutpkg.NewClout()
+	clout.Metadata["puccini"] = map[string]any{"scriptlets": map[string]any{}}
+	scriptlets := map[string]string{
+		"test.other": "exports.globals = [clout, problems, util, calaf];",
+		"test.same": `exports.same = function () {
+  let other = require('test.other').globals;
+  return [clout, problems, util, calaf].every(function (g, i) { return g === other[i]; });
+};`,
+	}
+	for name, source := range scriptlets {
+		if err := js.SetScriptlet(name, source, clout); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sandbox := &Sandbox{Timeout: time.Minute, Log: logr.Discard(), Programs: NewPrograms(), Globals: map[string]any{"calaf": map[string]any{}}}
+	for run := range 2 {
+		same, err := sandbox.Exec(context.Background(), clout, nil, "test.same", "same")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if same != true {
+			t.Errorf("run %d: the modules of one run were handed different global objects", run)
+		}
+	}
+}
