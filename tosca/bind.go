@@ -4,6 +4,7 @@ import (
 	contextpkg "context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"sort"
@@ -168,8 +169,54 @@ func between(s, start, end string) string {
 }
 
 // Bind returns a copy of the template's Clout with inputs bound, or false when they
-// cannot be.
+// cannot be. The copy is the caller's to change.
 func (t *Template) Bind(inputs map[string]any) (*cloutpkg.Clout, bool) {
+	values, ok := t.bindable(inputs)
+	if !ok {
+		return nil, false
+	}
+	clout, err := t.Base.Copy()
+	if err != nil {
+		return nil, false
+	}
+	return clout, t.setInputs(inputsOf(clout), values)
+}
+
+// BindShared is Bind for a caller that only reads the Clout (a Compiler's cache, whose
+// Clouts are shared already): it shares all of the base but the input section, which is
+// copied along the path to every input bound (microseconds, and no copy of the
+// topology to keep per set of inputs). Nothing may change the Clout in place.
+func (t *Template) BindShared(inputs map[string]any) (*cloutpkg.Clout, bool) {
+	values, ok := t.bindable(inputs)
+	if !ok {
+		return nil, false
+	}
+	properties := maps.Clone(t.Base.Properties)
+	toscaSection, ok := properties["tosca"].(ard.StringMap)
+	if !ok {
+		return nil, false
+	}
+	toscaSection = maps.Clone(toscaSection)
+	properties["tosca"] = toscaSection
+	declared, ok := toscaSection["inputs"].(ard.StringMap)
+	if !ok {
+		return nil, false
+	}
+	declared = maps.Clone(declared)
+	toscaSection["inputs"] = declared
+	for name := range values {
+		input, ok := declared[name].(ard.StringMap)
+		if !ok {
+			return nil, false
+		}
+		declared[name] = maps.Clone(input)
+	}
+	clout := &cloutpkg.Clout{Version: t.Base.Version, Metadata: t.Base.Metadata, Properties: properties, Vertexes: t.Base.Vertexes}
+	return clout, t.setInputs(declared, values)
+}
+
+// bindable checks inputs against the template and returns their primitive values.
+func (t *Template) bindable(inputs map[string]any) (map[string]any, bool) {
 	for name := range t.Required {
 		if _, ok := inputs[name]; !ok {
 			return nil, false
@@ -185,22 +232,22 @@ func (t *Template) Bind(inputs map[string]any) (*cloutpkg.Clout, bool) {
 			return nil, false
 		}
 	}
-	clout, err := t.Base.Copy()
-	if err != nil {
-		return nil, false
-	}
-	declared := inputsOf(clout)
+	return values, true
+}
+
+// setInputs sets the bound values in a Clout's (copied) input section.
+func (t *Template) setInputs(declared ard.StringMap, values map[string]any) bool {
 	for name, value := range values {
 		input, ok := declared[name].(ard.StringMap)
 		if !ok {
-			return nil, false
+			return false
 		}
 		input["$primitive"] = value
 		if meta, ok := t.Provided[name]; ok {
 			input["$meta"] = ard.Copy(meta)
 		}
 	}
-	return clout, true
+	return true
 }
 
 // inputsOf returns the input section of a compiled Clout.

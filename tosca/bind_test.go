@@ -3,10 +3,12 @@ package tosca
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	cloutpkg "github.com/tliron/puccini/clout"
 )
 
 // Binding inputs onto a package's template gives exactly the Clout a full compile with
@@ -154,5 +156,50 @@ func TestBoundNeverCompiles(t *testing.T) {
 	}
 	if _, ok := c.Bound(pkg, map[string]any{"app": "a3", "undeclared": "x"}, CompileOptions{}); ok || compiles != 0 {
 		t.Errorf("Bound with an undeclared input: ok %v, %d compiles", ok, compiles)
+	}
+}
+
+// BindShared gives the Clout Bind gives, sharing the template's topology and leaving the
+// template and every Clout bound before it as they were.
+func TestBindSharedLeavesOthersAlone(t *testing.T) {
+	pkg, err := Open("../examples/hello-world", DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCompiler(16)
+	c.Binding = true
+	for _, inputs := range []map[string]any{{"replicas": 1}, {"replicas": 2}} {
+		if _, err := c.Compile(context.Background(), pkg, inputs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	template := c.templateFor(context.Background(), pkg)
+	if template == nil {
+		t.Fatal("hello-world has no template")
+	}
+	base := NormalizeClout(template.Base)
+	sets := []map[string]any{{"replicas": 3}, {"replicas": 4, "message": "bonjour"}, {"message": "hallo"}}
+	var shared []*cloutpkg.Clout
+	for _, inputs := range sets {
+		clout, ok := template.BindShared(inputs)
+		if !ok {
+			t.Fatalf("%v do not bind", inputs)
+		}
+		shared = append(shared, clout)
+	}
+	for i, inputs := range sets {
+		copied, ok := template.Bind(inputs)
+		if !ok {
+			t.Fatalf("%v do not bind", inputs)
+		}
+		if diff := cmp.Diff(NormalizeClout(copied), NormalizeClout(shared[i])); diff != "" {
+			t.Errorf("%v: BindShared differs from Bind (-Bind +BindShared):\n%s", inputs, diff)
+		}
+		if reflect.ValueOf(shared[i].Vertexes).Pointer() != reflect.ValueOf(template.Base.Vertexes).Pointer() {
+			t.Errorf("%v: the topology was copied, not shared", inputs)
+		}
+	}
+	if diff := cmp.Diff(base, NormalizeClout(template.Base)); diff != "" {
+		t.Errorf("binding changed the template's base:\n%s", diff)
 	}
 }

@@ -135,7 +135,7 @@ func (c *Compiler) Bound(pkg *Package, inputs map[string]any, opts CompileOption
 	if !ok || t == nil {
 		return nil, false
 	}
-	clout, ok := t.Bind(inputs)
+	clout, ok := t.BindShared(inputs)
 	if !ok {
 		return nil, false
 	}
@@ -189,7 +189,7 @@ func (c *Compiler) CompileWith(ctx contextpkg.Context, pkg *Package, inputs map[
 func (c *Compiler) compileOrBind(ctx contextpkg.Context, key string, pkg *Package, inputs map[string]any, opts CompileOptions) (*Compiled, error) {
 	if again := c.compiledBefore(pkg.Digest); again && c.Binding && len(inputs) > 0 && opts.IsZero() {
 		if t := c.templateFor(ctx, pkg); t != nil {
-			if clout, ok := t.Bind(inputs); ok {
+			if clout, ok := t.BindShared(inputs); ok {
 				if c.OnBind != nil {
 					c.OnBind()
 				}
