@@ -30,7 +30,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -342,6 +341,7 @@ func newManager(config *rest.Config, opts Options, identity string) (ctrl.Manage
 		Scheme:                              NewScheme(),
 		Cache:                               cacheOptions,
 		Client:                              client.Options{Cache: &client.CacheOptions{Unstructured: true, DisableFor: []client.Object{&corev1.Event{}}}},
+		MapperProvider:                      newRESTMapper,
 		Metrics:                             metricsOptions(opts),
 		HealthProbeBindAddress:              opts.HealthAddress,
 		LeaderElection:                      opts.LeaderElection,
@@ -374,7 +374,7 @@ func newIdentities(config *rest.Config) (*controller.Identities, error) {
 	if err != nil {
 		return nil, err
 	}
-	mapper, err := apiutil.NewDynamicRESTMapper(config, httpClient)
+	mapper, err := newRESTMapper(config, httpClient)
 	if err != nil {
 		return nil, err
 	}
