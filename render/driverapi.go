@@ -1,7 +1,8 @@
 package render
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/tliron/go-ard"
 	cloutpkg "github.com/tliron/puccini/clout"
@@ -55,9 +56,9 @@ func (driverAPI) TypeMetadata(types map[string]any, chain []any) map[string]any 
 // implementation, as [interface, operation] name pairs in name order.
 func (driverAPI) ImplementedOperations(interfaces map[string]any) []any {
 	var implemented []any
-	for _, interfaceName := range sortedNames(interfaces) {
+	for _, interfaceName := range slices.Sorted(maps.Keys(interfaces)) {
 		operations := asMap(asMap(interfaces[interfaceName])["operations"])
-		for _, operationName := range sortedNames(operations) {
+		for _, operationName := range slices.Sorted(maps.Keys(operations)) {
 			if implementation := asMap(operations[operationName])["implementation"]; implementation != nil && implementation != "" {
 				implemented = append(implemented, []any{interfaceName, operationName})
 			}
@@ -106,13 +107,4 @@ func orEmpty(value any) any {
 		return ard.StringMap{}
 	}
 	return value
-}
-
-func sortedNames(m map[string]any) []string {
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -2,7 +2,8 @@ package tosca
 
 import (
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/dop251/goja"
 	"github.com/tliron/go-ard"
@@ -55,12 +56,7 @@ func (c *valueCoercer) eachValues(change changeFunc) error {
 		w.holder(tosca["inputs"], nil, nil, nil)
 		w.holder(tosca["outputs"], nil, nil, nil)
 	}
-	ids := make([]string, 0, len(c.api.Vertexes))
-	for id := range c.api.Vertexes {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.api.Vertexes)) {
 		vertex := c.api.Vertexes[id]
 		switch {
 		case isTosca(vertex.Metadata, "NodeTemplate"):
@@ -180,14 +176,7 @@ func isTosca(metadata ard.StringMap, kind string) bool {
 	return kind == "" || puccini["kind"] == kind
 }
 
+// sortedKeys are the keys of a map in order.
 func sortedKeys(m ard.StringMap) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(m))
-	for key := range m {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(m))
 }
