@@ -6,8 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,19 +138,17 @@ func (s *Sandbox) environment(clout *cloutpkg.Clout, probs *problems.Problems, s
 	env.Timeout = timeout
 	// A module's compiled program takes the extensions as parameters, in order: programs
 	// are shared only between runs with the same globals.
-	globals := make([]string, 0, len(s.Globals))
-	for name := range s.Globals {
-		globals = append(globals, name)
-	}
-	sort.Strings(globals)
+	globals := slices.Sorted(maps.Keys(s.Globals))
+	globalsSum := sha256.Sum256([]byte(strings.Join(globals, ",")))
+	globalsTag := hex.EncodeToString(globalsSum[:4])
 	env.CreateResolver = func(_ exturl.URL, _ *commonjs.Context) commonjs.ResolveFunc {
 		return func(_ contextpkg.Context, id string, _ bool) (exturl.URL, error) {
 			source, err := js.GetScriptlet(id, clout)
 			if err != nil {
 				return nil, err
 			}
-			sum := sha256.Sum256([]byte(strings.Join(globals, ",") + "\x00" + source))
-			url := urlContext.NewInternalURL(id + "@" + hex.EncodeToString(sum[:6]))
+			sum := sha256.Sum256([]byte(source))
+			url := urlContext.NewInternalURL(id + "@" + hex.EncodeToString(sum[:6]) + "." + globalsTag)
 			url.SetContent(source)
 			return url, nil
 		}
