@@ -124,8 +124,9 @@ func (pr *process) greet(ctx context.Context) error {
 }
 
 // call sends a request and waits for its response, stopping the worker when it runs past
-// the wall deadline or uses more CPU time than cpu, or when ctx ends. A worker that ends
-// while it works returns an *ended.
+// the wall deadline or uses more CPU time than cpu (looked at every 100 ms and when it
+// answers), or when ctx ends. A worker that ends while it works, or answers after using
+// more CPU time than cpu, returns an *ended.
 func (pr *process) call(ctx context.Context, req *request, deadline, cpu time.Duration, limits Limits, maxResponse int64) (*response, error) {
 	type outcome struct {
 		resp *response
@@ -153,6 +154,11 @@ func (pr *process) call(ctx context.Context, req *request, deadline, cpu time.Du
 		case o := <-answered:
 			if o.err != nil {
 				return nil, pr.failed(o.err, limits)
+			}
+			// The limit holds for a request that ended between two looks too: whether a
+			// package passes does not depend on when the last look fell.
+			if used, ok := cpuTime(pr.cmd.Process.Pid); ok && used-start > cpu {
+				return nil, &ended{cpuEnding(cpu)}
 			}
 			pr.served++
 			return o.resp, nil
