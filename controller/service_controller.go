@@ -15,6 +15,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -230,8 +231,21 @@ func (r *ServiceReconciler) patchStatus(ctx context.Context, before, svc *v1alph
 	if apiequality.Semantic.DeepEqual(before.Status, svc.Status) {
 		return false, nil
 	}
-	err = r.Status().Patch(ctx, svc, client.MergeFrom(before))
+	err = r.patchServiceStatus(ctx, before, svc)
 	return err == nil, client.IgnoreNotFound(err)
+}
+
+// patchServiceStatus sends svc's status as a merge patch from before's and asks for the
+// metadata alone in answer: nothing of the Service as stored is read back, so neither the
+// API server encodes it nor the operator decodes it.
+func (r *ServiceReconciler) patchServiceStatus(ctx context.Context, before, svc *v1alpha1.Service) error {
+	data, err := client.MergeFrom(before).Data(svc)
+	if err != nil {
+		return err
+	}
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}}
+	meta.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Service"))
+	return r.Status().Patch(ctx, meta, client.RawPatch(types.MergePatchType, data))
 }
 
 // recordEvents emits the events of a reconcile's status: an Applied event saying what the

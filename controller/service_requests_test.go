@@ -23,7 +23,8 @@ import (
 // the package; the first Service of a package writes one, TestStateKeptUnlessBound); no
 // read: the take-over check is the apply's own (create-only, as nothing is recorded or
 // cached), and the cache or an apply's answer holds the rest; the requested reconcile, a
-// no-op, sends nothing but its status patch.
+// no-op, sends nothing but its status patch. A status patch asks for the Service's
+// metadata alone in answer (the operator reads nothing else of it).
 func TestNewServiceRequests(t *testing.T) {
 	g := NewWithT(t)
 	first := newNamespace(t) // the operator compiled the package before (for the first Service of it)
@@ -54,10 +55,10 @@ func TestNewServiceRequests(t *testing.T) {
 		counts[verb+" "+resource] += n
 	}
 	g.Expect(counts).To(Equal(map[string]int{
-		"APPLY configmaps":      2,
-		"APPLY secrets":         1,
-		"APPLY services":        1,
-		"PATCH services/status": 2,
+		"APPLY configmaps":               2,
+		"APPLY secrets":                  1,
+		"APPLY services":                 1,
+		"PATCH:metadata services/status": 2,
 	}))
 }
 

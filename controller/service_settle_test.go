@@ -61,7 +61,7 @@ func TestStatusPatchedOnceWhenControllersLookSoon(t *testing.T) {
 	svc := waitReady(t, key)
 	g.Expect(condition(svc, v1alpha1.ConditionApplied).Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(svc.Status.Inventory).To(HaveLen(2))
-	g.Expect(requestsIn(ns)).To(HaveKeyWithValue("PATCH services/status quick", 1))
+	g.Expect(requestsIn(ns)).To(HaveKeyWithValue("PATCH:metadata services/status quick", 1))
 	g.Eventually(func() []string { return eventsOf(g, ns, "quick") }, 10*time.Second, 100*time.Millisecond).Should(ContainElement(
 		"Normal Succeeded revision " + svc.Status.LastAppliedRevision + ": 2 nodes ready | ConfigMap/quick-config created | Deployment/quick-app created"))
 	g.Expect(eventsOf(g, ns, "quick")).To(HaveLen(1), "one event: what was applied, and ready")

@@ -124,7 +124,8 @@ func requestsIn(namespace string) map[string]int {
 }
 
 // requestClass names a request "VERB resource name", VERB one of GET, LIST, WATCH, APPLY
-// (a server-side apply patch), PATCH, POST, PUT, DELETE, resource with its subresource
+// (a server-side apply patch), PATCH, POST, PUT, DELETE (":metadata" after it: a write
+// that asks for the object's metadata alone in answer), resource with its subresource
 // ("services/status"); a read of something absent ends in " 404".
 func requestClass(req *http.Request, code int) string {
 	verb := req.Method
@@ -133,6 +134,9 @@ func requestClass(req *http.Request, code int) string {
 		verb = "WATCH"
 	case req.Method == http.MethodPatch && strings.HasPrefix(req.Header.Get("Content-Type"), "application/apply-patch"):
 		verb = "APPLY"
+	}
+	if req.Method != http.MethodGet && strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadata") {
+		verb += ":metadata" // a write answered with the object's metadata alone
 	}
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	if i := slices.Index(parts, "namespaces"); i >= 0 && len(parts) > i+2 {
