@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
@@ -138,6 +139,9 @@ type applyResult struct {
 	created, configured, unchanged int
 	changes                        []string
 	applied                        map[string]*unstructured.Unstructured
+	// unseen are the objects ("Kind/name") as this process's last apply left them that
+	// the cache has not caught up with yet: neither applied again nor observed.
+	unseen map[string]bool
 	// done are the objects now as desired (applied or unchanged), by object ID.
 	done map[string]bool
 	// missed: someone else changed an applied object while it was applied (its watch
@@ -159,7 +163,7 @@ const absentVersion = "9223372036854775807"
 // create-only and read only when the API server says it exists.
 func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1alpha1.Service, inv inventoryIndex, objects []*unstructured.Unstructured) (*applyResult, error) {
 	svcKey, force := string(svc.UID), svc.Spec.Force
-	result := &applyResult{applied: map[string]*unstructured.Unstructured{}, done: map[string]bool{}}
+	result := &applyResult{applied: map[string]*unstructured.Unstructured{}, unseen: map[string]bool{}, done: map[string]bool{}}
 	var staged, unknownStaged []*unstructured.Unstructured
 	var direct directApply
 	hashes := map[string]string{}
@@ -175,6 +179,12 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1
 		if !inv.known[id] && live != nil && !ownedBy(live, svc) {
 			return result, takeOverRefused(obj, live)
 		}
+		if a.account == "" && r.lateInCache(obj, live, svcKey+"/"+id, desired) {
+			// As this process's last apply left it: not applied again, not observed yet.
+			result.unseen[obj.GetKind()+"/"+obj.GetName()], result.done[id] = true, true
+			result.unchanged++
+			continue
+		}
 		if live != nil {
 			liveHashes[id] = liveHash(live)
 			fp := r.fingerprints.recall(svcKey+"/"+id, inv.tokens[id], desired, liveHashes[id])
@@ -183,6 +193,10 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1
 				result.done[id] = true
 				continue
 			}
+		}
+		if log := ctrl.LoggerFrom(ctx).V(1); inv.known[id] && log.Enabled() {
+			log.Info("applying a recorded object again", "object", id, "absent", live == nil,
+				"desiredChanged", r.fingerprints.get(svcKey+"/"+id).desired != desired)
 		}
 		if force || obj.GetNamespace() == "" || isStagedKind(obj) {
 			staged = append(staged, obj.DeepCopy())
@@ -203,6 +217,22 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1
 		return result, nil
 	}
 	return result, r.applyStaged(ctx, a, svcKey, hashes, liveHashes, staged, force, result)
+}
+
+// lateInCache tells whether the operator's cache (live was read from it) is behind this
+// process's last apply of an object whose desired content has not changed since: the
+// cache holds an older version of it, or none, and the kind's watch has not brought the
+// applied one yet (echoes.unseen).
+func (r *ServiceReconciler) lateInCache(obj, live *unstructured.Unstructured, fingerprintKey, desired string) bool {
+	if _, watched := r.watched.Load(obj.GroupVersionKind()); !watched || r.fingerprints.get(fingerprintKey).desired != desired {
+		return false
+	}
+	cachedVersion := ""
+	if live != nil {
+		cachedVersion = live.GetResourceVersion()
+	}
+	gvk := obj.GroupVersionKind()
+	return r.echoes.unseen(echoKind(gvk), echoKey(gvk, obj.GetNamespace(), obj.GetName()), cachedVersion)
 }
 
 // applyStaged applies objects through fluxcd/pkg/ssa's staged apply and counts what it

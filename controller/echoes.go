@@ -19,6 +19,9 @@ import (
 type echoes struct {
 	lock sync.Mutex
 	m    map[string]echo
+	// seen is, by kind (echoKind), the newest resource version the operator's watch of
+	// the kind has brought: the cache holds every change up to it.
+	seen map[string]uint64
 }
 
 type echo struct {
@@ -30,7 +33,37 @@ type echo struct {
 
 // echoKey identifies an object across kinds.
 func echoKey(gvk schema.GroupVersionKind, namespace, name string) string {
-	return gvk.Group + "/" + gvk.Kind + "/" + namespace + "/" + name
+	return echoKind(gvk) + "/" + namespace + "/" + name
+}
+
+// echoKind identifies a kind, as echoKey begins.
+func echoKind(gvk schema.GroupVersionKind) string { return gvk.Group + "/" + gvk.Kind }
+
+// saw records that the watch of a kind brought an object at a resource version.
+func (e *echoes) saw(kind, resourceVersion string) {
+	rv, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	e.lock.Lock()
+	defer e.lock.Unlock()
+	if e.seen == nil {
+		e.seen = map[string]uint64{}
+	}
+	e.seen[kind] = max(e.seen[kind], rv)
+}
+
+// unseen tells whether the cache is behind the operator's last apply of an object: it
+// holds an older version of it (cachedVersion; "" for none) while the kind's watch has
+// not brought the version that apply returned yet. Such an object is as the apply left
+// it, not gone or changed by someone: a loaded API server or operator is late with the
+// event.
+func (e *echoes) unseen(kind, key, cachedVersion string) bool {
+	cached, _ := strconv.ParseUint(cachedVersion, 10, 64)
+	e.lock.Lock()
+	defer e.lock.Unlock()
+	applied := e.m[key].applied
+	return applied > cached && e.seen[kind] < applied
 }
 
 // begin notes that an apply of the object is under way.
@@ -78,18 +111,26 @@ func (e *echoes) heard(key, resourceVersion string) bool {
 
 // ownedChanges lets through every change of an owned object that bumps its resource
 // version — deletion, edits by anyone, status progress — except the echo of the
-// operator's own apply (and older versions). The kind comes from the watch: cached typed objects carry none.
+// operator's own apply (and older versions), and records how far the kind's watch got.
+// The kind comes from the watch: cached typed objects carry none.
 func (r *ServiceReconciler) ownedChanges(gvk schema.GroupVersionKind) predicate.Predicate {
+	kind := echoKind(gvk)
 	key := func(obj client.Object) string { return echoKey(gvk, obj.GetNamespace(), obj.GetName()) }
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
+			r.echoes.saw(kind, e.Object.GetResourceVersion())
 			return !r.echoes.heard(key(e.Object), e.Object.GetResourceVersion())
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			if e.ObjectOld == nil || e.ObjectNew == nil || e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
 				return false
 			}
+			r.echoes.saw(kind, e.ObjectNew.GetResourceVersion())
 			return !r.echoes.heard(key(e.ObjectNew), e.ObjectNew.GetResourceVersion())
+		},
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			r.echoes.saw(kind, e.Object.GetResourceVersion())
+			return true
 		},
 	}
 }

@@ -62,3 +62,44 @@ func TestOwnedChangesIgnoreEchoes(t *testing.T) {
 		t.Error("a change after the apply was held back")
 	}
 }
+
+// An object the operator applied is late in the cache while the cache holds an older
+// version of it, or none, and the kind's watch has not brought the applied version yet;
+// once the watch has gone past it, an absent object is gone (deleted by someone), not
+// late. Other kinds' watches say nothing of it.
+func TestUnseenUntilTheWatchCatchesUp(t *testing.T) {
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Service"}
+	kind, key := echoKind(gvk), echoKey(gvk, "ns", "svc")
+	at := func(resourceVersion string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", ResourceVersion: resourceVersion}}
+	}
+	r := &ServiceReconciler{}
+	p := r.ownedChanges(gvk)
+	if r.echoes.unseen(kind, key, "") {
+		t.Error("an object never applied is late in the cache")
+	}
+	r.echoes.begin(key)
+	r.echoes.done(key, "20")
+	p.Create(event.CreateEvent{Object: at("12")})
+	cases := []struct {
+		name, cached string
+		want         bool
+	}{
+		{"not cached, the watch behind the apply", "", true},
+		{"an older version cached", "15", true},
+		{"the applied version cached", "20", false},
+	}
+	for _, c := range cases {
+		if got := r.echoes.unseen(kind, key, c.cached); got != c.want {
+			t.Errorf("%s: unseen %v, want %v", c.name, got, c.want)
+		}
+	}
+	r.ownedChanges(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}).Create(event.CreateEvent{Object: at("30")})
+	if !r.echoes.unseen(kind, key, "") {
+		t.Error("another kind's watch counted for this one")
+	}
+	p.Delete(event.DeleteEvent{Object: at("25")})
+	if r.echoes.unseen(kind, key, "") {
+		t.Error("not cached after the kind's watch went past the apply: late, want gone")
+	}
+}

@@ -30,6 +30,8 @@ type deployment struct {
 	// unobserved: some nodes that were applied wait only for their controllers to
 	// observe them; all others are ready.
 	unobserved, others bool
+	// unseen: the cache has not caught up with some objects of this process's last apply.
+	unseen bool
 }
 
 // reconcileDeploy applies the nodes in dependency order, in waves: the consecutive nodes
@@ -76,7 +78,8 @@ func (r *ServiceReconciler) reconcileDeploy(ctx context.Context, s *scope) error
 		return d.failure
 	}
 	s.passed.applied = true
-	s.settling = len(d.changes) > 0 && d.unobserved && !d.others
+	s.settling = (len(d.changes) > 0 || d.unseen) && d.unobserved && !d.others
+	s.unseen = d.unseen
 	return nil
 }
 
@@ -130,6 +133,7 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 	result, err := apply.result, apply.err
 	if result != nil {
 		maps.Copy(d.applied, result.done)
+		d.unseen = d.unseen || len(result.unseen) > 0
 		d.changes = append(d.changes, result.changes...)
 		r.Metrics.countApplied(result.created, result.configured)
 		if result.missed.Load() && r.Triggers != nil {
@@ -146,7 +150,7 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 	for _, obj := range node.Objects {
 		r.ensureWatched(obj.GroupVersionKind())
 	}
-	health := r.observe(ctx, s, node, st, result.applied)
+	health := r.observe(ctx, s, node, st, result)
 	outcome.health = &health
 	// Every healthy node goes to the orchestrator: it runs the lifecycle operations due
 	// and the Day-2 Operations requested (and refuses those naming no operation).
@@ -181,12 +185,23 @@ func firstUnhealthy(names []string, healthy map[string]bool) string {
 }
 
 // observe reads the node's live objects (the applied copies when fresher), computes their
-// health with kstatus, and reads the node's attributes from them.
-func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.Node, st *v1alpha1.NodeStatus, applied map[string]*unstructured.Unstructured) health {
+// health with kstatus, and reads the node's attributes from them. An object the cache has
+// not caught up with (applyResult.unseen) waits for its first look, as one whose
+// controller has not looked at it yet.
+func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.Node, st *v1alpha1.NodeStatus, apply *applyResult) health {
+	var applied map[string]*unstructured.Unstructured
+	var unseen map[string]bool
+	if apply != nil {
+		applied, unseen = apply.applied, apply.unseen
+	}
 	live := map[string]*unstructured.Unstructured{}
 	var h health
 	for _, obj := range node.Objects {
 		ref := obj.GetKind() + "/" + obj.GetName()
+		if unseen[ref] {
+			h.waiting, h.unobserved = append(h.waiting, ref+": not observed yet"), h.unobserved+1
+			continue
+		}
 		current, err := r.getLive(ctx, s.access.cached, obj)
 		if fresh, ok := applied[ref]; ok && (current == nil || newer(fresh, current)) {
 			current, err = fresh, nil

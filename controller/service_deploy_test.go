@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -69,23 +70,31 @@ func TestUnobservedGeneration(t *testing.T) {
 	}
 }
 
-// A Service's status patch is held once per generation, and a Service whose patch was
-// held is known as reconciled before (not fresh: its state may be read).
+// A Service's status patch is held once per generation, again while the cache is behind
+// the last apply (until maxHold after the first hold), and a Service whose patch was held
+// is known as reconciled before (not fresh: its state may be read).
 func TestSettledHoldsOncePerGeneration(t *testing.T) {
 	var h settled
+	start := time.Now()
 	svc := &v1alpha1.Service{}
 	svc.UID, svc.Generation = "uid-1", 1
 	if h.held(svc) {
 		t.Fatal("held before any hold")
 	}
-	if !h.hold(svc, nil, nil) || !h.held(svc) {
+	if !h.hold(svc, nil, nil, false, start) || !h.held(svc) {
 		t.Fatal("the first hold of generation 1 was refused")
 	}
-	if h.hold(svc, nil, nil) {
+	if h.hold(svc, nil, nil, false, start) {
 		t.Error("held twice in generation 1")
 	}
+	if !h.hold(svc, nil, nil, true, start.Add(maxHold-time.Second)) {
+		t.Error("not held again while the cache is behind")
+	}
+	if h.hold(svc, nil, nil, true, start.Add(maxHold)) {
+		t.Error("held again past maxHold after the first hold")
+	}
 	svc.Generation = 2
-	if !h.hold(svc, nil, nil) {
+	if !h.hold(svc, nil, nil, false, start) {
 		t.Error("the first hold of generation 2 was refused")
 	}
 }
@@ -94,20 +103,21 @@ func TestSettledHoldsOncePerGeneration(t *testing.T) {
 // before what that one applied; a Service never held says only its own.
 func TestSettledReleasesTheHeldChanges(t *testing.T) {
 	var h settled
+	start := time.Now()
 	svc, other := &v1alpha1.Service{}, &v1alpha1.Service{}
 	svc.UID, svc.Generation, other.UID = "uid-1", 1, "uid-2"
-	h.hold(svc, nil, []string{"ConfigMap/a created", "Deployment/a created"})
+	h.hold(svc, nil, []string{"ConfigMap/a created", "Deployment/a created"}, false, start)
 	if got := h.release(svc, []string{"Service/a created"}); !slices.Equal(got, []string{"ConfigMap/a created", "Deployment/a created", "Service/a created"}) {
 		t.Errorf("first release = %q", got)
 	}
 	if got := h.release(svc, nil); got != nil {
 		t.Errorf("second release = %q, want nothing: said once", got)
 	}
-	h.hold(svc, nil, []string{"ConfigMap/a configured"}) // generation 1 again: refused, nothing kept
+	h.hold(svc, nil, []string{"ConfigMap/a configured"}, false, start) // generation 1 again: refused, nothing kept
 	svc.Generation = 2
-	h.hold(svc, nil, []string{"Deployment/a configured"})
+	h.hold(svc, nil, []string{"Deployment/a configured"}, false, start)
 	svc.Generation = 3 // a change came before generation 2's patch went out, and is held too
-	h.hold(svc, nil, []string{"Service/a configured"})
+	h.hold(svc, nil, []string{"Service/a configured"}, false, start)
 	if got := h.release(svc, nil); !slices.Equal(got, []string{"Deployment/a configured", "Service/a configured"}) {
 		t.Errorf("release after two held generations = %q", got)
 	}
@@ -137,7 +147,7 @@ func TestSettledRestoresTheHeldInventory(t *testing.T) {
 		return svc
 	}
 	both := []string{"ns_a__ConfigMap", "ns_b_apps_Deployment"}
-	h.hold(read(), []v1alpha1.InventoryEntry{entry(both[0]), entry(both[1])}, nil)
+	h.hold(read(), []v1alpha1.InventoryEntry{entry(both[0]), entry(both[1])}, nil, false, time.Now())
 
 	for i := range 2 { // a stale read, twice
 		svc := read("ns_a__ConfigMap")

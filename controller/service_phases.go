@@ -64,9 +64,13 @@ type scope struct {
 	passed passed
 	// stateDone receives the outcome of the state Secret's write (saveState).
 	stateDone chan error
-	// settling: this reconcile applied changes, and all that is not ready waits only for
-	// the controllers of its objects to observe them (reconcileDeploy).
+	// settling: this reconcile applied changes, or found the cache behind its last
+	// apply, and all that is not ready waits only for the controllers of its objects (or
+	// the cache) to observe them (reconcileDeploy).
 	settling bool
+	// unseen: the cache has not caught up with some objects of this process's last apply
+	// (applyResult.unseen).
+	unseen bool
 	// changes are what the applies changed, one line per object ("ConfigMap/x created"):
 	// said in an event with the status that reports them (recordEvents).
 	changes []string
@@ -116,11 +120,13 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 		err = newPhaseError(v1alpha1.ConditionCompiled, v1alpha1.ReasonInternalError, retry, saveErr)
 	}
 	result, err := r.finish(s, err)
-	if err == nil && s.settling && r.settled.hold(svc, svc.Status.Inventory, s.changes) {
+	if err == nil && s.settling && r.settled.hold(svc, svc.Status.Inventory, s.changes, s.unseen, time.Now()) {
 		// The controllers' first look follows in moments, with an event that reconciles
 		// the Service again: one status patch says Applied and Ready together, not
 		// Progressing first, and one event says what was applied and that it is ready.
-		// Once per generation; checked again after the settle delay at the latest.
+		// Once per generation, and again while the cache is behind the last apply (a
+		// loaded API server, for maxHold at most); checked again after the settle delay
+		// at the latest.
 		svc.Status = *started.DeepCopy()
 		return ctrl.Result{RequeueAfter: r.settleDelay()}, nil, nil
 	}
@@ -144,9 +150,15 @@ type settled struct {
 	services map[string]*heldPatch // by Service UID
 }
 
+// maxHold bounds how long a status patch is held again while the cache is behind the
+// operator's last apply: then it says what it knows.
+const maxHold = 30 * time.Second
+
 // heldPatch is what a held status patch left unsaid.
 type heldPatch struct {
 	generation int64
+	// since is when the generation's patch was first held.
+	since time.Time
 	// inventory is the last inventory held or written, until a status read says it.
 	inventory []v1alpha1.InventoryEntry
 	// changes are what the held reconcile applied, until the next reconcile says them.
@@ -163,22 +175,27 @@ func (h *settled) held(svc *v1alpha1.Service) bool {
 }
 
 // hold tells whether a Service's status patch may be held now, and if so records that it
-// was, with the inventory the reconcile reached and what it changed.
-func (h *settled) hold(svc *v1alpha1.Service, inventory []v1alpha1.InventoryEntry, changes []string) bool {
+// was, with the inventory the reconcile reached and what it changed: once per generation,
+// and again (unseen: the cache is behind the last apply) until maxHold after the first.
+func (h *settled) hold(svc *v1alpha1.Service, inventory []v1alpha1.InventoryEntry, changes []string, unseen bool, now time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.services == nil {
 		h.services = map[string]*heldPatch{}
 	}
 	previous, ok := h.services[string(svc.UID)]
+	since := now
 	if ok && previous.generation == svc.Generation {
-		return false
+		if !unseen || now.Sub(previous.since) >= maxHold {
+			return false
+		}
+		since = previous.since
 	}
-	var unsaid []string // a held patch of the generation before, not released yet
+	var unsaid []string // a held patch not released yet
 	if ok {
 		unsaid = previous.changes
 	}
-	h.services[string(svc.UID)] = &heldPatch{generation: svc.Generation, inventory: slices.Clone(inventory), changes: append(slices.Clone(unsaid), changes...)}
+	h.services[string(svc.UID)] = &heldPatch{generation: svc.Generation, since: since, inventory: slices.Clone(inventory), changes: append(slices.Clone(unsaid), changes...)}
 	return true
 }
 

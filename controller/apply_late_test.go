@@ -1,0 +1,67 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/render"
+)
+
+// An object this process applied, which the cache does not hold yet because its watch has
+// not brought the applied version (a loaded API server), is not applied again: it is as
+// the apply left it, and waits to be observed. Once the kind's watch went past that
+// version, an object the cache does not hold is gone, and is applied again.
+func TestLateObjectsNotAppliedAgain(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	applies := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			applies++
+			return nil
+		},
+	}).Build()
+	r := &ServiceReconciler{Client: c}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	r.watched.Store(gvk, true)
+	svc := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", UID: "uid-1"}}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	obj.SetNamespace("ns")
+	obj.SetName("cm")
+	obj.SetLabels(map[string]string{v1alpha1.LabelService: "svc", v1alpha1.LabelServiceNamespace: "ns"})
+	id := render.ObjectID(obj)
+	inv := indexInventory([]v1alpha1.InventoryEntry{{ID: id, Version: "v1"}})
+	// This process applied it, and the apply answered resource version 20.
+	key := echoKey(gvk, "ns", "cm")
+	r.fingerprints.set(string(svc.UID)+"/"+id, fingerprint{desired: desiredHash(obj), live: "fields"})
+	r.echoes.begin(key)
+	r.echoes.done(key, "20")
+	a := &access{cached: c, direct: c, writer: c}
+
+	result, err := r.applyObjects(ctx, a, svc, inv, []*unstructured.Unstructured{obj})
+	if err != nil || applies != 0 || !result.unseen["ConfigMap/cm"] || !result.done[id] {
+		t.Fatalf("late in the cache: err %v, %d applies, unseen %v, done %v; want no apply, unseen and done", err, applies, result.unseen, result.done)
+	}
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", ResourceVersion: "25"}}
+	r.ownedChanges(gvk).Delete(event.DeleteEvent{Object: other})
+	result, err = r.applyObjects(ctx, a, svc, inv, []*unstructured.Unstructured{obj})
+	if err != nil || applies != 1 || len(result.unseen) != 0 {
+		t.Fatalf("gone after the watch went past the apply: err %v, %d applies, unseen %v; want it applied again", err, applies, result.unseen)
+	}
+}
