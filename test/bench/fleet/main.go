@@ -10,6 +10,9 @@
 //	go run ./test/bench/fleet -n 1000 -calaf bin/calaf-full -report docs/benchmarks.md
 //	go run ./test/bench/fleet -distinct -n 1000 -calaf bin/calaf-full -report docs/benchmarks.md
 //	go run ./test/bench/fleet -shards 2 -n 2000 -calaf bin/calaf-full -report docs/benchmarks.md
+//
+// The operator logs errors only, to /tmp/calaf-fleet-operator*.log;
+// CALAF_FLEET_LOG_LEVEL=debug says more (a slower operator: not for a report).
 package main
 
 import (
@@ -60,6 +63,8 @@ type result struct {
 	requests map[string]int64
 	// cpu is the CPU each process group used until all were applied (cpuGroups).
 	cpu map[string]time.Duration
+	// backlog: the operator started after its Services were created.
+	backlog bool
 }
 
 // settings are the bench's command line.
@@ -76,6 +81,8 @@ type settings struct {
 	concurrency int
 	// operatorOnly runs no baseline: for profiling the operator, never for a report.
 	operatorOnly bool
+	// backlog also runs the operator started after its Services were created.
+	backlog bool
 	// report is the benchmarks.md to update ("": none).
 	report string
 }
@@ -118,6 +125,7 @@ func parseFlags() (s settings, rawDir string) {
 	memoryLimit := flag.String("memory-limit", "", "also run the operator with this --memory-limit (Go's soft limit, as a container limit sets it), in a namespace of its own")
 	flag.BoolVar(&s.distinct, "distinct", false, "give every Service its own package revision, against raw Puccini compiling the same packages in a loop (a report section of its own)")
 	flag.IntVar(&s.shards, "shards", 0, "run the Services through one operator, then through this many shards (--watch-label-selector), interleaved (a report section of its own)")
+	flag.BoolVar(&s.backlog, "backlog", true, "also run the operator started after its Services were created, its window beginning as it starts (the operator's own work, none of the creates)")
 	flag.BoolVar(&s.operatorOnly, "operator-only", false, "run the operator alone, no baseline (to profile it: CALAF_APISERVER_PROFILING=true serves the API server's profile too); no report")
 	flag.StringVar(&rawDir, "raw-puccini", "", "only compile the packages of -n Services under this directory with raw Puccini in a loop, and print the loop's time and peak RSS (what -distinct runs as its baseline)")
 	flag.Parse()
@@ -263,8 +271,9 @@ func printRound(i, n int, results []result) {
 	}
 }
 
-// round runs both baselines, then the operator once per memory limit, each in
-// namespaces of their own (suffixed with the round).
+// round runs both baselines, then the operator once per memory limit, then (with
+// -backlog) the operator started after its Services, each in namespaces of their own
+// (suffixed with the round).
 func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
 	var results []result
 	for _, workers := range b.baselineWorkers() {
@@ -284,6 +293,13 @@ func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
 	}
 	for j, limit := range b.memoryLimits {
 		r, err := b.operatorRun(ctx, fleet{n: n, namespace: fmt.Sprintf("fleet-calaf%d-%d-r%d-%s", j, n, i, runID), memoryLimit: limit, selectors: []string{""}})
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r)
+	}
+	if b.backlog {
+		r, err := b.operatorRun(ctx, fleet{n: n, namespace: fmt.Sprintf("fleet-backlog-%d-r%d-%s", n, i, runID), selectors: []string{""}, backlog: true})
 		if err != nil {
 			return nil, err
 		}

@@ -24,9 +24,11 @@ func TestReports(t *testing.T) {
 			cpu := func(apiserver, operator time.Duration) map[string]time.Duration {
 				return map[string]time.Duration{"API server": apiserver * time.Second, "operator": operator * time.Second}
 			}
-			base, calaf := raw, op(20, 150<<20)
-			base.cpu, calaf.cpu = cpu(8, 0), cpu(12, 4)
-			return writeReport(path, s, []result{base, base, calaf}, nil)
+			base, calaf, backlog := raw, op(20, 150<<20), op(30, 150<<20)
+			base.cpu, calaf.cpu, backlog.cpu = cpu(8, 0), cpu(12, 4), cpu(14, 5)
+			backlog.name, backlog.backlog = "calaf started after its Services", true
+			backlog.requests = map[string]int64{"APPLY deployments": 10, "PATCH services/status": 17, "POST events": 15}
+			return writeReport(path, s, []result{base, base, calaf, backlog}, nil)
 		},
 		func() error { return writeShardsReport(path, s, []result{op(40, 150<<20), op(30, 120<<20, 110<<20)}) },
 		func() error { return writeDistinctReport(path, s, []result{raw, op(35, 150<<20)}) },
@@ -45,10 +47,14 @@ func TestReports(t *testing.T) {
 		"| calaf | 30.0 s | 0.75× | 35.0 s | 120 + 110 MiB | 200 MiB | 400 MiB |",
 		"| raw | 10.0 s | 1.00× | — | 50 MiB | — | — |",
 		"| calaf | 12.0 | 0.0 | 0.0 | 0.0 | 4.0 | 0.0 | 0.0 | 16.0 | 2.00× | 20.0 s |",
+		"The calaf started after its Services (not a target", "time to all applied 3.00× the 4-worker baseline; 2.70 writes per Service (1.00 applies, 1.70 status patches), 1.50 events.",
 	} {
 		if strings.Count(text, want) != 1 {
 			t.Errorf("%q is there %d times in:\n%s", want, strings.Count(text, want), text)
 		}
+	}
+	if strings.Contains(text, "PATCH services/status 1.70") {
+		t.Error("the requests by resource are the backlog run's, not the operator's")
 	}
 	if strings.Contains(text, "2.50×") {
 		t.Error("the first distinct section was not replaced")
