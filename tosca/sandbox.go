@@ -23,6 +23,8 @@ import (
 	"github.com/tliron/kutil/problems"
 	cloutpkg "github.com/tliron/puccini/clout"
 	"github.com/tliron/puccini/clout/js"
+
+	"calaf.io/calaf/internal/lru"
 )
 
 // DefaultScriptTimeout bounds one sandboxed scriptlet run.
@@ -71,11 +73,33 @@ type Programs struct {
 	lock sync.Mutex
 	root *commonjs.Environment
 	uses int
+	// sums are the hashes of scriptlet sources, by source: every run of a package
+	// requires the same scriptlets (tens of KiB each render).
+	sums *lru.Cache[string]
 }
 
 // NewPrograms returns an empty program cache.
 func NewPrograms() *Programs {
-	return &Programs{}
+	return &Programs{sums: lru.New[string](4096)}
+}
+
+// sourceSum returns the short hash that keys a scriptlet's compiled program, once per
+// source when p is set.
+func (p *Programs) sourceSum(source string) string {
+	if p == nil || p.sums == nil {
+		return sourceSum(source)
+	}
+	if sum, ok := p.sums.Get(source); ok {
+		return sum
+	}
+	sum := sourceSum(source)
+	p.sums.Put(source, sum)
+	return sum
+}
+
+func sourceSum(source string) string {
+	sum := sha256.Sum256([]byte(source))
+	return hex.EncodeToString(sum[:6])
 }
 
 // environment returns a fresh JavaScript environment sharing the cache's compiled programs.
@@ -147,8 +171,7 @@ func (s *Sandbox) environment(clout *cloutpkg.Clout, probs *problems.Problems, s
 			if err != nil {
 				return nil, err
 			}
-			sum := sha256.Sum256([]byte(source))
-			url := urlContext.NewInternalURL(id + "@" + hex.EncodeToString(sum[:6]) + "." + globalsTag)
+			url := urlContext.NewInternalURL(id + "@" + s.Programs.sourceSum(source) + "." + globalsTag)
 			url.SetContent(source)
 			return url, nil
 		}
