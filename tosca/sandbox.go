@@ -201,16 +201,42 @@ func (s *Sandbox) environment(clout *cloutpkg.Clout, probs *problems.Problems, s
 // once makes an extension's JavaScript value once per run, and hands every module of the
 // run that same value: wrapping the Go value anew for each module (its methods looked up
 // by reflection) was a tenth of a render. None of them keeps state of its own in
-// JavaScript: each wraps one Go value, which every module shared already.
+// JavaScript: each wraps one Go value, which every module shared already. The Go value is
+// wrapped when a scriptlet first uses it (lazyExtension): most runs use few of them.
 func once(create commonjs.CreateExtensionFunc) commonjs.CreateExtensionFunc {
 	var value goja.Value
 	return func(jsContext *commonjs.Context) any {
 		if value == nil {
-			value = jsContext.Environment.Runtime.ToValue(create(jsContext))
+			runtime := jsContext.Environment.Runtime
+			value = runtime.NewDynamicObject(&lazyExtension{wrap: func() *goja.Object {
+				return runtime.ToValue(create(jsContext)).ToObject(runtime)
+			}})
 		}
 		return value
 	}
 }
+
+// lazyExtension is an extension's JavaScript object that wraps its Go value when one of
+// its properties is first read, written, listed or deleted, and forwards to it.
+type lazyExtension struct {
+	wrap   func() *goja.Object
+	object *goja.Object
+}
+
+func (e *lazyExtension) target() *goja.Object {
+	if e.object == nil {
+		e.object = e.wrap()
+	}
+	return e.object
+}
+
+func (e *lazyExtension) Get(key string) goja.Value { return e.target().Get(key) }
+func (e *lazyExtension) Set(key string, value goja.Value) bool {
+	return e.target().Set(key, value) == nil
+}
+func (e *lazyExtension) Has(key string) bool    { return e.target().Get(key) != nil }
+func (e *lazyExtension) Delete(key string) bool { return e.target().Delete(key) == nil }
+func (e *lazyExtension) Keys() []string         { return e.target().Keys() }
 
 // interrupter stops a run once, remembering whether it was for the deadline.
 type interrupter struct {

@@ -74,3 +74,38 @@ func TestExtensionsOncePerRun(t *testing.T) {
 		}
 	}
 }
+
+// lazyGlobal is a global with a method and a field.
+type lazyGlobal struct{ Greeting string }
+
+func (g *lazyGlobal) Hello(name string) string { return g.Greeting + ", " + name }
+
+// An extension's object is the Go value's, wrapped when a scriptlet first uses it: its
+// methods and fields are read, listed, tested, written and deleted as before.
+func TestExtensionsWrappedWhenUsed(t *testing.T) {
+	clout := cloutpkg.NewClout()
+	clout.Metadata["puccini"] = map[string]any{"scriptlets": map[string]any{}}
+	source := `exports.use = function () {
+  let seen = [];
+  seen.push(calaf.hello('you'));
+  seen.push(typeof calaf.hello, 'hello' in calaf, 'nothing' in calaf, Object.keys(calaf).indexOf('hello') >= 0);
+  calaf.greeting = 'Hi';
+  seen.push(calaf.hello('again'), util.sprintf('%d+%s', 1, 'x'), String(calaf).length > 0);
+  return seen.join('|');
+};`
+	if err := js.SetScriptlet("test.use", source, clout); err != nil {
+		t.Fatal(err)
+	}
+	global := &lazyGlobal{Greeting: "Hello"}
+	sandbox := &Sandbox{Timeout: time.Minute, Log: logr.Discard(), Globals: map[string]any{"calaf": global}}
+	got, err := sandbox.Exec(context.Background(), clout, nil, "test.use", "use")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Hello, you|function|true|false|true|Hi, again|1+x|true"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if global.Greeting != "Hi" {
+		t.Errorf("the Go value's field is %q after the scriptlet wrote it, want Hi", global.Greeting)
+	}
+}
