@@ -118,6 +118,9 @@ func (b *bench) measureOperator(ctx context.Context, f fleet) (result, error) {
 	}
 	res.requests = map[string]int64{}
 	for _, p := range procs {
+		if last := p.proxy.LastApply(); last.Sub(start) > res.lastApply {
+			res.lastApply = last.Sub(start)
+		}
 		for key, count := range p.proxy.Counts(false) {
 			res.requests[key] += count
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
@@ -24,6 +25,8 @@ type countingProxy struct {
 	listener net.Listener
 	lock     sync.Mutex
 	counts   map[string]int64
+	// lastApply is when the latest server-side apply was answered.
+	lastApply time.Time
 }
 
 // startProxy starts a counting proxy in front of the API server config points at.
@@ -46,7 +49,7 @@ func startProxy(config *rest.Config) (*countingProxy, error) {
 		Transport:     transport,
 		FlushInterval: -1, // watches stream
 		ModifyResponse: func(resp *http.Response) error {
-			p.count(classify(resp.Request, resp.StatusCode))
+			p.count(classify(resp.Request, resp.StatusCode), time.Now())
 			return nil
 		},
 	}
@@ -88,10 +91,20 @@ current-context: proxy
 	return os.WriteFile(path, []byte(content), 0o600)
 }
 
-func (p *countingProxy) count(key string) {
+func (p *countingProxy) count(key string, at time.Time) {
 	p.lock.Lock()
 	defer p.lock.Unlock()
 	p.counts[key]++
+	if strings.HasPrefix(key, "APPLY ") {
+		p.lastApply = at
+	}
+}
+
+// LastApply is when the latest server-side apply was answered (zero: none yet).
+func (p *countingProxy) LastApply() time.Time {
+	p.lock.Lock()
+	defer p.lock.Unlock()
+	return p.lastApply
 }
 
 // Counts returns a copy of the counts so far, and resets them when reset is true.

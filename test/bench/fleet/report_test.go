@@ -25,6 +25,7 @@ func TestReports(t *testing.T) {
 				return map[string]time.Duration{"API server": apiserver * time.Second, "operator": operator * time.Second}
 			}
 			base, calaf, backlog := raw, op(20, 150<<20), op(30, 150<<20)
+			base.lastApply, calaf.lastApply, backlog.lastApply = base.applied, 17*time.Second, 28*time.Second
 			base.cpu, calaf.cpu, backlog.cpu = cpu(8, 0), cpu(12, 4), cpu(14, 5)
 			backlog.name, backlog.backlog = "calaf started after its Services", true
 			backlog.requests = map[string]int64{"APPLY deployments": 10, "PATCH services/status": 17, "POST events": 15}
@@ -47,6 +48,7 @@ func TestReports(t *testing.T) {
 		"| calaf | 30.0 s | 0.75× | 35.0 s | 120 + 110 MiB | 200 MiB | 400 MiB |",
 		"| raw | 10.0 s | 1.00× | — | 50 MiB | — | — |",
 		"| calaf | 12.0 | 0.0 | 0.0 | 0.0 | 4.0 | 0.0 | 0.0 | 16.0 | 2.00× | 20.0 s |",
+		"| calaf | 20.0 s | 2.00× | 2.00× | 17.0 s | 1.70× | 25.0 s |  |",
 		"The calaf started after its Services (not a target", "time to all applied 3.00× the 4-worker baseline; 2.70 writes per Service (1.00 applies, 1.70 status patches), 1.50 events.",
 	} {
 		if strings.Count(text, want) != 1 {
