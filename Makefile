@@ -122,6 +122,7 @@ bench: ## Compile/render against raw Puccini, whole calaf compile/validate proce
 	$(MAKE) bench-orchestration
 	$(MAKE) bench-lifecycle
 	$(MAKE) bench-fleet
+	$(MAKE) bench-fleet-costs
 
 .PHONY: bench-fleet
 bench-fleet: build ## 1,000 (and 300) Services through the operator against plain server-side apply loops, requests counted, on the one-node cluster with kube-controller-manager at FLEET_KCM_QPS (FLEET_ROUNDS interleaved rounds, about 10 min each; FLEET_N=300 FLEET_SMALLER=0 for a quicker run); writes docs/benchmarks.md.
@@ -134,6 +135,10 @@ bench-fleet-distinct: build ## 1,000 Services, each its own package revision, th
 .PHONY: bench-fleet-shards
 bench-fleet-shards: build ## 2,000 Services through one operator and through FLEET_SHARDS shards (--watch-label-selector), interleaved, on the one-node cluster (FLEET_SHARDS_N, FLEET_ROUNDS interleaved rounds, about 20 min each); writes docs/benchmarks.md.
 	CALAF_KCM_QPS=$(FLEET_KCM_QPS) CALAF_KCM_BURST=$$(($(FLEET_KCM_QPS) * 2)) $(GROUND)/with-cluster.sh go run ./test/bench/fleet -shards $(FLEET_SHARDS) -n $(FLEET_SHARDS_N) -rounds $(FLEET_ROUNDS) -calaf bin/calaf-full -report $(CURDIR)/docs/benchmarks.md
+
+.PHONY: bench-fleet-costs
+bench-fleet-costs: build ## What each request of a fleet Service costs the API server and etcd (CPU per request): the baselines' applies, the Service's own create, status patch and event, on the one-node cluster (FLEET_ROUNDS rounds, about 2 min each); writes docs/benchmarks.md.
+	CALAF_KCM_QPS=$(FLEET_KCM_QPS) CALAF_KCM_BURST=$$(($(FLEET_KCM_QPS) * 2)) $(GROUND)/with-cluster.sh go run ./test/bench/fleet -request-costs -n $(FLEET_N) -rounds $(FLEET_ROUNDS) -calaf bin/calaf-full -report $(CURDIR)/docs/benchmarks.md
 
 .PHONY: bench-orchestration
 bench-orchestration: ## Operations in pods (runner transfer, warm runs) against a plain exec round trip, on the one-node cluster; writes docs/benchmarks.md.

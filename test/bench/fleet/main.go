@@ -81,6 +81,8 @@ type settings struct {
 	// through one operator and through this many shards.
 	distinct bool
 	shards   int
+	// requestCosts measures what each request of a Service costs the API server.
+	requestCosts bool
 	// concurrency is the operator's --concurrency; 0: the operator's default.
 	concurrency int
 	// operatorOnly runs no baseline: for profiling the operator, never for a report.
@@ -128,6 +130,7 @@ func parseFlags() (s settings, rawDir string) {
 	flag.IntVar(&s.rounds, "rounds", 1, "interleaved rounds (each: both baselines, then the operator runs); medians are reported")
 	memoryLimit := flag.String("memory-limit", "", "also run the operator with this --memory-limit (Go's soft limit, as a container limit sets it), in a namespace of its own")
 	flag.BoolVar(&s.distinct, "distinct", false, "give every Service its own package revision, against raw Puccini compiling the same packages in a loop (a report section of its own)")
+	flag.BoolVar(&s.requestCosts, "request-costs", false, "measure the API server's and etcd's CPU per request of each kind a Service costs, the baselines' applies and the Service's own create, status patch and event (a report section of its own)")
 	flag.IntVar(&s.shards, "shards", 0, "run the Services through one operator, then through this many shards (--watch-label-selector), interleaved (a report section of its own)")
 	flag.BoolVar(&s.backlog, "backlog", true, "also run the operator started after its Services were created, its window beginning as it starts (the operator's own work, none of the creates)")
 	flag.BoolVar(&s.operatorOnly, "operator-only", false, "run the operator alone, no baseline (to profile it: CALAF_APISERVER_PROFILING=true serves the API server's profile too); no report")
@@ -157,8 +160,10 @@ func flagSet(name string) bool {
 // check refuses settings that do not go together.
 func (s settings) check() error {
 	switch {
-	case s.distinct && s.shards > 0:
-		return fmt.Errorf("-distinct and -shards are separate runs")
+	case s.distinct && s.shards > 0, s.requestCosts && (s.distinct || s.shards > 0):
+		return fmt.Errorf("-distinct, -shards and -request-costs are separate runs")
+	case s.requestCosts && (s.smaller > 0 || s.operatorOnly):
+		return fmt.Errorf("-request-costs runs no fleet: no -smaller, no -operator-only")
 	case s.shards == 1 || s.shards < 0:
 		return fmt.Errorf("-shards needs at least 2 shards")
 	case (s.distinct || s.shards > 0) && (s.smaller > 0 || len(s.memoryLimits) > 1):
@@ -192,6 +197,8 @@ func run(s settings, report string) error {
 	switch {
 	case s.distinct:
 		return b.runDistinct(ctx, report)
+	case s.requestCosts:
+		return b.runCosts(ctx, report)
 	case s.shards > 0:
 		return b.runShards(ctx, report)
 	}

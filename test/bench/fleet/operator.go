@@ -236,19 +236,25 @@ func createServices(ctx context.Context, c client.Client, sources []*v1alpha1.Up
 	group, ctx := errgroup.WithContext(ctx)
 	group.SetLimit(max(workers, 1))
 	for i := 0; i < f.n; i++ {
-		svc := &v1alpha1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: serviceName(i), Labels: shardLabels(i, f.shards), Finalizers: []string{v1alpha1.ServiceFinalizer}},
-			Spec: v1alpha1.ServiceSpec{
-				Source: v1alpha1.Source{Upload: sources[i%len(sources)]},
-				Inputs: map[string]apiextensionsv1.JSON{},
-			},
-		}
-		for key, value := range inputsOf(i) {
-			svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: []byte(strconv.Quote(value.(string)))}
-		}
+		svc := newService(f, i, sources[i%len(sources)])
 		group.Go(func() error { return c.Create(ctx, svc) })
 	}
 	return group.Wait()
+}
+
+// newService is Service i of f, with its inputs and its shard's labels.
+func newService(f fleet, i int, source *v1alpha1.UploadSource) *v1alpha1.Service {
+	svc := &v1alpha1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: serviceName(i), Labels: shardLabels(i, f.shards), Finalizers: []string{v1alpha1.ServiceFinalizer}},
+		Spec: v1alpha1.ServiceSpec{
+			Source: v1alpha1.Source{Upload: source},
+			Inputs: map[string]apiextensionsv1.JSON{},
+		},
+	}
+	for key, value := range inputsOf(i) {
+		svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: []byte(strconv.Quote(value.(string)))}
+	}
+	return svc
 }
 
 // serviceWatch follows the Services of a namespace through a watch (an informer), so

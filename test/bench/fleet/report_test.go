@@ -62,3 +62,25 @@ func TestReports(t *testing.T) {
 		t.Error("the first distinct section was not replaced")
 	}
 }
+
+// The request-costs section lists each request's cost and sums a Service's: the
+// baselines' applies, and the Service's own requests besides.
+func TestCostsReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "benchmarks.md")
+	costs := []requestCost{
+		{name: "Service create", perCall: 2 * time.Millisecond},
+		{name: "status patch", perCall: 5 * time.Millisecond},
+		{name: "apply ConfigMap", perCall: 1500 * time.Microsecond, baseline: true},
+		{name: "apply Deployment", perCall: 2500 * time.Microsecond, baseline: true},
+	}
+	if err := writeCostsReport(path, settings{n: 10, workers: 4, rounds: 3}, costs); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	for _, want := range []string{"## Operator at scale: what a Service's requests cost the API server\n", "| status patch | 5.00 ms |",
+		"the baselines' four applies 4.00 ms; a Calaf Service's own create, status patch and event 7.00 ms more (1.75× the applies)"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("%q is not in:\n%s", want, data)
+		}
+	}
+}

@@ -20,6 +20,9 @@ func TestSettingsCheck(t *testing.T) {
 		{"operator alone with shards", with(func(s *settings) { s.operatorOnly, s.shards = true, 2 }), false},
 		{"operator alone with distinct packages", with(func(s *settings) { s.operatorOnly, s.distinct = true, true }), false},
 		{"one shard", with(func(s *settings) { s.shards = 1 }), false},
+		{"request costs", with(func(s *settings) { s.requestCosts = true }), true},
+		{"request costs with shards", with(func(s *settings) { s.requestCosts, s.shards = true, 2 }), false},
+		{"request costs with a smaller fleet", with(func(s *settings) { s.requestCosts, s.smaller = true, 3 }), false},
 	}
 	for _, c := range cases {
 		if err := c.s.check(); (err == nil) != c.ok {
