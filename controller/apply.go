@@ -139,6 +139,9 @@ type applyResult struct {
 	created, configured, unchanged int
 	changes                        []string
 	applied                        map[string]*unstructured.Unstructured
+	// read are the objects ("Kind/name") as the cache held them before the apply (nil:
+	// absent), but those applied in stages: observing them needs no second read.
+	read map[string]*unstructured.Unstructured
 	// unseen are the objects ("Kind/name") as this process's last apply left them that
 	// the cache has not caught up with yet: neither applied again nor observed.
 	unseen map[string]bool
@@ -163,7 +166,7 @@ const absentVersion = "9223372036854775807"
 // create-only and read only when the API server says it exists.
 func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1alpha1.Service, inv inventoryIndex, objects []*unstructured.Unstructured) (*applyResult, error) {
 	svcKey, force := string(svc.UID), svc.Spec.Force
-	result := &applyResult{applied: map[string]*unstructured.Unstructured{}, unseen: map[string]bool{}, done: map[string]bool{}}
+	result := &applyResult{applied: map[string]*unstructured.Unstructured{}, read: map[string]*unstructured.Unstructured{}, unseen: map[string]bool{}, done: map[string]bool{}}
 	var staged, unknownStaged []*unstructured.Unstructured
 	var direct directApply
 	hashes := map[string]string{}
@@ -191,6 +194,7 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1
 			if fp.desired == desired && fp.live != "" && fp.live == liveHashes[id] {
 				result.unchanged++
 				result.done[id] = true
+				result.read[obj.GetKind()+"/"+obj.GetName()] = live
 				continue
 			}
 		}
@@ -206,6 +210,7 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1
 			continue
 		}
 		direct.add(obj, live, !inv.known[id] && live == nil)
+		result.read[obj.GetKind()+"/"+obj.GetName()] = live
 	}
 	if err := r.checkOwnership(ctx, a.direct, svc, unknownStaged); err != nil {
 		return result, err

@@ -184,15 +184,16 @@ func firstUnhealthy(names []string, healthy map[string]bool) string {
 	return ""
 }
 
-// observe reads the node's live objects (the applied copies when fresher), computes their
-// health with kstatus, and reads the node's attributes from them. An object the cache has
+// observe reads the node's live objects (the applied copies when fresher, the copies the
+// apply read when it read them), computes their health with kstatus, and reads the node's
+// attributes from them. An object the cache has
 // not caught up with (applyResult.unseen) waits for its first look, as one whose
 // controller has not looked at it yet.
 func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.Node, st *v1alpha1.NodeStatus, apply *applyResult) health {
-	var applied map[string]*unstructured.Unstructured
+	var applied, read map[string]*unstructured.Unstructured
 	var unseen map[string]bool
 	if apply != nil {
-		applied, unseen = apply.applied, apply.unseen
+		applied, read, unseen = apply.applied, apply.read, apply.unseen
 	}
 	live := map[string]*unstructured.Unstructured{}
 	var h health
@@ -202,7 +203,11 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.
 			h.waiting, h.unobserved = append(h.waiting, ref+": not observed yet"), h.unobserved+1
 			continue
 		}
-		current, err := r.getLive(ctx, s.access.cached, obj)
+		current, readBefore := read[ref]
+		var err error
+		if !readBefore {
+			current, err = r.getLive(ctx, s.access.cached, obj)
+		}
 		if fresh, ok := applied[ref]; ok && (current == nil || newer(fresh, current)) {
 			current, err = fresh, nil
 		}
