@@ -107,7 +107,8 @@ func (p *countingProxy) LastApply() time.Time {
 	return p.lastApply
 }
 
-// Counts returns a copy of the counts so far, and resets them when reset is true.
+// Counts returns a copy of the counts so far, and resets them (and LastApply) when reset
+// is true.
 func (p *countingProxy) Counts(reset bool) map[string]int64 {
 	p.lock.Lock()
 	defer p.lock.Unlock()
@@ -116,7 +117,7 @@ func (p *countingProxy) Counts(reset bool) map[string]int64 {
 		out[k] = v
 	}
 	if reset {
-		p.counts = map[string]int64{}
+		p.counts, p.lastApply = map[string]int64{}, time.Time{}
 	}
 	return out
 }
