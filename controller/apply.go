@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fluxcd/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -237,7 +238,7 @@ func (r *ServiceReconciler) lateInCache(obj, live *unstructured.Unstructured, fi
 		cachedVersion = live.GetResourceVersion()
 	}
 	gvk := obj.GroupVersionKind()
-	return r.echoes.unseen(echoKind(gvk), echoKey(gvk, obj.GetNamespace(), obj.GetName()), cachedVersion)
+	return r.echoes.unseen(echoKind(gvk), echoKey(gvk, obj.GetNamespace(), obj.GetName()), cachedVersion, time.Now())
 }
 
 // applyStaged applies objects through fluxcd/pkg/ssa's staged apply and counts what it

@@ -3,6 +3,7 @@ package controller
 import (
 	"strconv"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +30,13 @@ type echo struct {
 	// applied is the resource version the last apply returned; seen the newest one an
 	// event brought while an apply was under way.
 	applied, seen uint64
+	// at is when the last apply returned.
+	at time.Time
 }
+
+// lateFor bounds how long after an apply the cache may be taken to be late with it
+// (unseen): a watch that broke and listed again may never bring that version's events.
+const lateFor = 30 * time.Second
 
 // echoKey identifies an object across kinds.
 func echoKey(gvk schema.GroupVersionKind, namespace, name string) string {
@@ -53,17 +60,17 @@ func (e *echoes) saw(kind, resourceVersion string) {
 	e.seen[kind] = max(e.seen[kind], rv)
 }
 
-// unseen tells whether the cache is behind the operator's last apply of an object: it
-// holds an older version of it (cachedVersion; "" for none) while the kind's watch has
-// not brought the version that apply returned yet. Such an object is as the apply left
-// it, not gone or changed by someone: a loaded API server or operator is late with the
-// event.
-func (e *echoes) unseen(kind, key, cachedVersion string) bool {
+// unseen tells whether the cache is behind the operator's last apply of an object, made
+// less than lateFor before now: it holds an older version of it (cachedVersion; "" for
+// none) while the kind's watch has not brought the version that apply returned yet. Such
+// an object is as the apply left it, not gone or changed by someone: a loaded API server
+// or operator is late with the event.
+func (e *echoes) unseen(kind, key, cachedVersion string, now time.Time) bool {
 	cached, _ := strconv.ParseUint(cachedVersion, 10, 64)
 	e.lock.Lock()
 	defer e.lock.Unlock()
-	applied := e.m[key].applied
-	return applied > cached && e.seen[kind] < applied
+	last := e.m[key]
+	return last.applied > cached && e.seen[kind] < last.applied && now.Sub(last.at) < lateFor
 }
 
 // begin notes that an apply of the object is under way.
@@ -87,7 +94,7 @@ func (e *echoes) done(key, resourceVersion string) (missed bool) {
 		delete(e.m, key)
 		return cur.seen > 0
 	}
-	e.m[key] = echo{applied: rv}
+	e.m[key] = echo{applied: rv, at: time.Now()}
 	return cur.seen > rv
 }
 

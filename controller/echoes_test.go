@@ -2,6 +2,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,9 +65,9 @@ func TestOwnedChangesIgnoreEchoes(t *testing.T) {
 }
 
 // An object the operator applied is late in the cache while the cache holds an older
-// version of it, or none, and the kind's watch has not brought the applied version yet;
-// once the watch has gone past it, an absent object is gone (deleted by someone), not
-// late. Other kinds' watches say nothing of it.
+// version of it, or none, and the kind's watch has not brought the applied version yet,
+// for lateFor at most; once the watch has gone past it, an absent object is gone (deleted
+// by someone), not late. Other kinds' watches say nothing of it.
 func TestUnseenUntilTheWatchCatchesUp(t *testing.T) {
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "Service"}
 	kind, key := echoKind(gvk), echoKey(gvk, "ns", "svc")
@@ -75,7 +76,8 @@ func TestUnseenUntilTheWatchCatchesUp(t *testing.T) {
 	}
 	r := &ServiceReconciler{}
 	p := r.ownedChanges(gvk)
-	if r.echoes.unseen(kind, key, "") {
+	now := time.Now()
+	if r.echoes.unseen(kind, key, "", now) {
 		t.Error("an object never applied is late in the cache")
 	}
 	r.echoes.begin(key)
@@ -90,16 +92,19 @@ func TestUnseenUntilTheWatchCatchesUp(t *testing.T) {
 		{"the applied version cached", "20", false},
 	}
 	for _, c := range cases {
-		if got := r.echoes.unseen(kind, key, c.cached); got != c.want {
+		if got := r.echoes.unseen(kind, key, c.cached, now); got != c.want {
 			t.Errorf("%s: unseen %v, want %v", c.name, got, c.want)
 		}
 	}
 	r.ownedChanges(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}).Create(event.CreateEvent{Object: at("30")})
-	if !r.echoes.unseen(kind, key, "") {
+	if !r.echoes.unseen(kind, key, "", now) {
 		t.Error("another kind's watch counted for this one")
 	}
+	if r.echoes.unseen(kind, key, "", now.Add(lateFor+time.Second)) {
+		t.Error("late in the cache for longer than lateFor after the apply: a watch that listed again may never bring it")
+	}
 	p.Delete(event.DeleteEvent{Object: at("25")})
-	if r.echoes.unseen(kind, key, "") {
+	if r.echoes.unseen(kind, key, "", now) {
 		t.Error("not cached after the kind's watch went past the apply: late, want gone")
 	}
 }
