@@ -186,9 +186,8 @@ func firstUnhealthy(names []string, healthy map[string]bool) string {
 
 // observe reads the node's live objects (the applied copies when fresher, the copies the
 // apply read when it read them), computes their health with kstatus, and reads the node's
-// attributes from them. An object the cache has
-// not caught up with (applyResult.unseen) waits for its first look, as one whose
-// controller has not looked at it yet.
+// attributes from them. An object the cache has not caught up with (applyResult.unseen)
+// waits for its first look, as one whose controller has not looked at it yet.
 func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.Node, st *v1alpha1.NodeStatus, apply *applyResult) health {
 	var applied, read map[string]*unstructured.Unstructured
 	var unseen map[string]bool
