@@ -74,7 +74,7 @@ type Programs struct {
 	root *commonjs.Environment
 	uses int
 	// sums are the hashes of scriptlet sources, by source: every run of a package
-	// requires the same scriptlets (tens of KiB each render).
+	// requires the same scriptlets (tens of KiB each render). Dropped with the programs.
 	sums *lru.Cache[string]
 }
 
@@ -86,14 +86,20 @@ func NewPrograms() *Programs {
 // sourceSum returns the short hash that keys a scriptlet's compiled program, once per
 // source when p is set.
 func (p *Programs) sourceSum(source string) string {
-	if p == nil || p.sums == nil {
+	if p == nil {
 		return sourceSum(source)
 	}
-	if sum, ok := p.sums.Get(source); ok {
+	p.lock.Lock()
+	sums := p.sums
+	p.lock.Unlock()
+	if sums == nil {
+		return sourceSum(source)
+	}
+	if sum, ok := sums.Get(source); ok {
 		return sum
 	}
 	sum := sourceSum(source)
-	p.sums.Put(source, sum)
+	sums.Put(source, sum)
 	return sum
 }
 
@@ -108,6 +114,7 @@ func (p *Programs) environment(urlContext *exturl.Context) *commonjs.Environment
 	defer p.lock.Unlock()
 	if p.root == nil || p.uses >= recyclePrograms {
 		p.root, p.uses = commonjs.NewEnvironment(urlContext), 0
+		p.sums = lru.New[string](4096) // the sources they hold go with the programs
 	}
 	p.uses++
 	env := p.root.NewChild()
