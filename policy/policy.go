@@ -3,8 +3,9 @@
 // may render, allows cluster-scoped objects or not (not, by default), keeps a denylist no
 // policy lifts — Calaf's own kinds and state, admission webhooks and policies, CRDs, API
 // services, RBAC that grants cluster roles, certificates, service account tokens — and
-// refuses privileged, host-namespace and hostPath pods unless the policy allows them for
-// the Service's namespace. The operator checks every render against it before any request
+// refuses pods that do not meet the namespace's level of Kubernetes' Pod Security
+// Standards (baseline by default), and Services with external IPs, unless the policy
+// allows them for the Service's namespace. The operator checks every render against it before any request
 // to the API server, whatever identity the Service acts with; `calaf validate` and `calaf
 // render` check it too, with the same file.
 package policy
@@ -30,7 +31,8 @@ const (
 )
 
 // Policy is a render policy. The zero Policy is the default: every namespaced kind off
-// the denylist, no cluster-scoped object, no privileged, host-namespace or hostPath pod.
+// the denylist, no cluster-scoped object, pods of the baseline Pod Security level, no
+// external IPs. A Policy is not copied: it keeps what it built to evaluate pods.
 type Policy struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 	Kind       string `json:"kind,omitempty"`
@@ -42,20 +44,26 @@ type Policy struct {
 	// ClusterScoped allows objects that have no namespace (Namespaces, PersistentVolumes,
 	// StorageClasses...), the denylist's excepted.
 	ClusterScoped bool `json:"clusterScoped,omitempty"`
-	// Namespaces lift pod rules for the Services of a namespace.
+	// Namespaces set the Pod Security level of a namespace's Services, and lift pod rules
+	// for them.
 	Namespaces map[string]Exceptions `json:"namespaces,omitempty"`
+	PodRules
 }
 
 // Exceptions are what the pods of a namespace's Services may do that others may not.
 type Exceptions struct {
 	// Privileged allows privileged containers, added capabilities beyond Kubernetes'
-	// baseline and an unmasked /proc.
+	// baseline and an unmasked /proc (it lifts these checks of the Pod Security levels).
 	Privileged bool `json:"privileged,omitempty"`
 	// HostNamespaces allows the host's network, PID and IPC namespaces, and host ports.
 	HostNamespaces bool `json:"hostNamespaces,omitempty"`
 	// HostPaths are the host directories hostPath volumes may mount (a path and what is
 	// below it; "/" is any).
 	HostPaths []string `json:"hostPaths,omitempty"`
+	// ExternalIPs allows Services with external IPs.
+	ExternalIPs bool `json:"externalIPs,omitempty"`
+	// PodSecurity is the namespace's Pod Security level (PodRules.PodSecurity).
+	PodSecurity string `json:"podSecurity,omitempty"`
 }
 
 // Load reads a policy file (YAML or JSON); unknown fields are errors.
@@ -80,6 +88,9 @@ func Parse(name string, data []byte) (*Policy, error) {
 		if kind == "" || strings.ContainsAny(kind, " /") {
 			return nil, fmt.Errorf("render policy %s: %q is not a kind (Kind, Kind.group or *.group)", name, kind)
 		}
+	}
+	if err := p.checkLevels(name); err != nil {
+		return nil, err
 	}
 	return &p, nil
 }

@@ -73,17 +73,17 @@ func TestDefaultPolicy(t *testing.T) {
 		{"a Namespace", obj("v1", "Namespace", "kube-system", nil),
 			prefix + `Namespace "kube-system": refused by the render policy: cluster-scoped objects are not allowed (clusterScoped: false)`},
 		{"privileged", pod(nil, map[string]any{"securityContext": map[string]any{"privileged": true}}),
-			prefix + `Deployment "web": refused by the render policy: spec.template.spec.containers[0].securityContext.privileged: privileged containers are not allowed in namespace "tenant"`},
+			prefix + `Deployment "web": refused by the render policy: spec.template.spec: violates PodSecurity "baseline:latest": privileged (container "app" must not set securityContext.privileged=true) in namespace "tenant"`},
 		{"SYS_ADMIN", pod(nil, map[string]any{"securityContext": map[string]any{"capabilities": map[string]any{"add": []any{"NET_BIND_SERVICE", "SYS_ADMIN"}}}}),
-			prefix + `Deployment "web": refused by the render policy: spec.template.spec.containers[0].securityContext.capabilities.add: capability SYS_ADMIN is not allowed (beyond Kubernetes' baseline) in namespace "tenant"`},
+			prefix + `Deployment "web": refused by the render policy: spec.template.spec: violates PodSecurity "baseline:latest": non-default capabilities (container "app" must not include "SYS_ADMIN" in securityContext.capabilities.add) in namespace "tenant"`},
 		{"hostNetwork", pod(map[string]any{"hostNetwork": true}, nil),
-			prefix + `Deployment "web": refused by the render policy: spec.template.spec.hostNetwork: host namespaces are not allowed in namespace "tenant"`},
+			prefix + `Deployment "web": refused by the render policy: spec.template.spec: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true) in namespace "tenant"`},
 		{"hostPID", pod(map[string]any{"hostPID": true}, nil),
-			prefix + `Deployment "web": refused by the render policy: spec.template.spec.hostPID: host namespaces are not allowed in namespace "tenant"`},
+			prefix + `Deployment "web": refused by the render policy: spec.template.spec: violates PodSecurity "baseline:latest": host namespaces (hostPID=true) in namespace "tenant"`},
 		{"hostPort", pod(nil, map[string]any{"ports": []any{map[string]any{"containerPort": int64(80), "hostPort": int64(80)}}}),
-			prefix + `Deployment "web": refused by the render policy: spec.template.spec.containers[0].ports[0].hostPort: host ports are not allowed in namespace "tenant"`},
+			prefix + `Deployment "web": refused by the render policy: spec.template.spec: violates PodSecurity "baseline:latest": hostPort (container "app" uses hostPort 80) in namespace "tenant"`},
 		{"hostPath", pod(map[string]any{"volumes": []any{map[string]any{"name": "root", "hostPath": map[string]any{"path": "/"}}}}, nil),
-			prefix + `Deployment "web": refused by the render policy: spec.template.spec.volumes[0].hostPath: hostPath volumes are not allowed (path "/") in namespace "tenant"`},
+			prefix + `Deployment "web": refused by the render policy: spec.template.spec: violates PodSecurity "baseline:latest": hostPath volumes (volume "root") in namespace "tenant"`},
 		{"hostNetwork in a custom kind", obj("argoproj.io/v1alpha1", "Rollout", "web", map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"hostNetwork": true}}}}),
 			prefix + `Rollout "web": refused by the render policy: spec.template.spec.hostNetwork: host namespaces are not allowed in namespace "tenant"`},
 		{"a ConfigMap that says hostNetwork", obj("v1", "ConfigMap", "notes", map[string]any{"data": map[string]any{"hostNetwork": "true"}}), ""},
@@ -135,7 +135,7 @@ namespaces:
 		}
 	}
 	other := p.Check("service.yaml", "other", []*render.Node{{Name: "n", Objects: []*unstructured.Unstructured{admitted[2]}}}, Offline)
-	if other == nil || !strings.Contains(other.Error(), `privileged containers are not allowed in namespace "other"`) {
+	if other == nil || !strings.Contains(other.Error(), `privileged (container "app" must not set securityContext.privileged=true) in namespace "other"`) {
 		t.Errorf("another namespace got the exceptions: %v", other)
 	}
 }

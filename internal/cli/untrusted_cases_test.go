@@ -124,11 +124,15 @@ func policyCases() []untrustedCase {
 		{classPolicy, "the operator's state Secret", renderer("[{ apiVersion: 'v1', kind: 'Secret', metadata: { name: ctx.service.name + '.calaf-state' } }]"),
 			thing + `Secret "demo.calaf-state": refused by the render policy: the name ends with .calaf-state, which names the operator's state of a Service (on the denylist)`},
 		{classPolicy, "a privileged container", renderer(deploymentWith("{}", "{ securityContext: { privileged: true } }")),
-			thing + `Deployment "web": refused by the render policy: spec.template.spec.containers[0].securityContext.privileged: privileged containers are not allowed in namespace "default"`},
+			thing + `Deployment "web": refused by the render policy: spec.template.spec: violates PodSecurity "baseline:latest": privileged (container "app" must not set securityContext.privileged=true) in namespace "default"`},
 		{classPolicy, "the host's network", renderer(deploymentWith("{ hostNetwork: true }", "{}")),
-			thing + `Deployment "web": refused by the render policy: spec.template.spec.hostNetwork: host namespaces are not allowed in namespace "default"`},
+			thing + `Deployment "web": refused by the render policy: spec.template.spec: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true) in namespace "default"`},
 		{classPolicy, "the host's root as a hostPath volume", renderer(deploymentWith("{ volumes: [{ name: 'root', hostPath: { path: '/' } }] }", "{}")),
-			thing + `Deployment "web": refused by the render policy: spec.template.spec.volumes[0].hostPath: hostPath volumes are not allowed (path "/") in namespace "default"`},
+			thing + `Deployment "web": refused by the render policy: spec.template.spec: violates PodSecurity "baseline:latest": hostPath volumes (volume "root") in namespace "default"`},
+		{classPolicy, "an unconfined seccomp profile", renderer(deploymentWith("{ securityContext: { seccompProfile: { type: 'Unconfined' } } }", "{}")),
+			thing + `Deployment "web": refused by the render policy: spec.template.spec: violates PodSecurity "baseline:latest": seccompProfile (pod must not set securityContext.seccompProfile.type to "Unconfined") in namespace "default"`},
+		{classPolicy, "a Service with external IPs", renderer("[{ apiVersion: 'v1', kind: 'Service', metadata: { name: 'dns' }, spec: { ports: [{ port: 53 }], externalIPs: ['8.8.8.8'] } }]"),
+			thing + `Service "dns": refused by the render policy: spec.externalIPs: external IPs are not allowed (they take the traffic every pod of the cluster sends to 8.8.8.8: CVE-2020-8554) in namespace "default"`},
 	}
 }
 

@@ -278,7 +278,7 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		Metrics:          st.metrics,
 		ScriptTimeout:    opts.ScriptTimeout,
 		ProgressInterval: opts.ProgressInterval,
-		Policy:           opts.RenderPolicy,
+		Policy:           renderPolicy(opts.RenderPolicy),
 		Identities:       st.identities,
 	}
 	if opts.DefaultServiceAccount != "" {
@@ -511,4 +511,13 @@ func metricsOptions(opts Options) metricsserver.Options {
 		}
 	}
 	return options
+}
+
+// renderPolicy returns the admin's render policy, or the default one: one value that
+// keeps what it built to evaluate pods across reconciles.
+func renderPolicy(p *policy.Policy) *policy.Policy {
+	if p == nil {
+		return &policy.Policy{}
+	}
+	return p
 }

@@ -189,7 +189,7 @@ func TestLockdown(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Deployment leak: %v", err)
 
 	svc = waitFailed(t, ns, "host", v1alpha1.ReasonPolicyViolation, func() string { return l.operator.Tail(30) })
-	g.Expect(readyMessage(svc)).To(And(ContainSubstring("host namespaces are not allowed"), ContainSubstring("privileged containers are not allowed")))
+	g.Expect(readyMessage(svc)).To(And(ContainSubstring(`violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true), privileged (container`), ContainSubstring("must not set securityContext.privileged=true")))
 	_, err = c.Clientset.AppsV1().Deployments(ns).Get(ctx, "host", metav1.GetOptions{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Deployment host: %v", err)
 
