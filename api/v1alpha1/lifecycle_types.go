@@ -11,11 +11,13 @@ import (
 
 // OperationType is what an occurrence does: a SOL003 LCM operation, or CUSTOM (an
 // interface operation of one node template, run on demand).
-// +kubebuilder:validation:Enum=CUSTOM;SCALE;SCALE_TO_LEVEL;HEAL;CHANGE_PACKAGE;MODIFY;OPERATE;TERMINATE
+// +kubebuilder:validation:Enum=CUSTOM;INSTANTIATE;SCALE;SCALE_TO_LEVEL;CHANGE_FLAVOUR;HEAL;CHANGE_PACKAGE;MODIFY;OPERATE;TERMINATE
 type OperationType string
 
 const (
 	OperationCustom        OperationType = "CUSTOM"
+	OperationInstantiate   OperationType = "INSTANTIATE"
+	OperationChangeFlavour OperationType = "CHANGE_FLAVOUR"
 	OperationScale         OperationType = "SCALE"
 	OperationScaleToLevel  OperationType = "SCALE_TO_LEVEL"
 	OperationHeal          OperationType = "HEAL"
@@ -187,10 +189,40 @@ const (
 	TerminationForceful TerminationType = "FORCEFUL"
 )
 
-// TerminateRequest is a SOL003 TerminateVnfRequest: the Service and everything it runs
-// go. GRACEFUL runs the terminate_start hooks and the nodes' Standard stop and delete
+// ChangeFlavourRequest is a SOL003 ChangeVnfFlavourRequest: an ETSI package's Service
+// moves to another deployment flavour (and instantiation level).
+type ChangeFlavourRequest struct {
+	// NewFlavourID is the deployment flavour to move to.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	NewFlavourID string `json:"newFlavourId"`
+	// InstantiationLevelID of the new flavour; empty selects its default level.
+	// +optional
+	InstantiationLevelID string `json:"instantiationLevelId,omitempty"`
+	// +optional
+	AdditionalParams map[string]apiextensionsv1.JSON `json:"additionalParams,omitempty"`
+}
+
+// CancelMode is SOL003's CancelModeType.
+// +kubebuilder:validation:Enum=GRACEFUL;FORCEFUL
+type CancelMode string
+
+const (
+	// CancelGraceful lets the running step end, then stops (FAILED_TEMP).
+	CancelGraceful CancelMode = "GRACEFUL"
+	// CancelForceful stops at once (FAILED_TEMP), leaving the running step where it is.
+	CancelForceful CancelMode = "FORCEFUL"
+)
+
+// TerminateRequest is a SOL003 TerminateVnfRequest: everything the Service runs goes.
+// GRACEFUL runs the terminate_start hooks and the nodes' Standard stop and delete
 // operations first, for at most gracefulTerminationTimeout; FORCEFUL runs nothing.
 type TerminateRequest struct {
+	// KeepInstance leaves the Service NOT_INSTANTIATED (its objects gone, the Service
+	// kept until it is deleted), as SOL003 terminates a VNF instance; otherwise the
+	// Service is deleted.
+	// +optional
+	KeepInstance bool `json:"keepInstance,omitempty"`
 	// +kubebuilder:default=GRACEFUL
 	// +optional
 	TerminationType TerminationType `json:"terminationType,omitempty"`

@@ -19,11 +19,11 @@ const (
 // (node, operation, inputs), or a SOL003 lifecycle operation (the member named like its
 // type). The request cannot change after creation (to do it again, create another
 // Operation); only retries and resolution move, and only in FAILED_TEMP.
-// +kubebuilder:validation:XValidation:rule="self.serviceName == oldSelf.serviceName && self.type == oldSelf.type && has(self.node) == has(oldSelf.node) && (!has(self.node) || self.node == oldSelf.node) && has(self.operation) == has(oldSelf.operation) && (!has(self.operation) || self.operation == oldSelf.operation) && has(self.scale) == has(oldSelf.scale) && (!has(self.scale) || self.scale == oldSelf.scale) && has(self.scaleToLevel) == has(oldSelf.scaleToLevel) && (!has(self.scaleToLevel) || self.scaleToLevel == oldSelf.scaleToLevel) && has(self.heal) == has(oldSelf.heal) && (!has(self.heal) || self.heal == oldSelf.heal) && has(self.changePackage) == has(oldSelf.changePackage) && (!has(self.changePackage) || self.changePackage == oldSelf.changePackage) && has(self.modify) == has(oldSelf.modify) && (!has(self.modify) || self.modify == oldSelf.modify) && has(self.operate) == has(oldSelf.operate) && (!has(self.operate) || self.operate == oldSelf.operate) && has(self.terminate) == has(oldSelf.terminate) && (!has(self.terminate) || self.terminate == oldSelf.terminate) && has(self.timeout) == has(oldSelf.timeout) && (!has(self.timeout) || self.timeout == oldSelf.timeout) && has(self.rollback) == has(oldSelf.rollback) && (!has(self.rollback) || self.rollback == oldSelf.rollback) && has(self.triggeredBy) == has(oldSelf.triggeredBy) && (!has(self.triggeredBy) || self.triggeredBy == oldSelf.triggeredBy)",message="the request of an Operation cannot be changed (only retries and resolution can); create a new one"
+// +kubebuilder:validation:XValidation:rule="self.serviceName == oldSelf.serviceName && self.type == oldSelf.type && has(self.node) == has(oldSelf.node) && (!has(self.node) || self.node == oldSelf.node) && has(self.operation) == has(oldSelf.operation) && (!has(self.operation) || self.operation == oldSelf.operation) && has(self.instantiate) == has(oldSelf.instantiate) && (!has(self.instantiate) || self.instantiate == oldSelf.instantiate) && has(self.changeFlavour) == has(oldSelf.changeFlavour) && (!has(self.changeFlavour) || self.changeFlavour == oldSelf.changeFlavour) && has(self.scale) == has(oldSelf.scale) && (!has(self.scale) || self.scale == oldSelf.scale) && has(self.scaleToLevel) == has(oldSelf.scaleToLevel) && (!has(self.scaleToLevel) || self.scaleToLevel == oldSelf.scaleToLevel) && has(self.heal) == has(oldSelf.heal) && (!has(self.heal) || self.heal == oldSelf.heal) && has(self.changePackage) == has(oldSelf.changePackage) && (!has(self.changePackage) || self.changePackage == oldSelf.changePackage) && has(self.modify) == has(oldSelf.modify) && (!has(self.modify) || self.modify == oldSelf.modify) && has(self.operate) == has(oldSelf.operate) && (!has(self.operate) || self.operate == oldSelf.operate) && has(self.terminate) == has(oldSelf.terminate) && (!has(self.terminate) || self.terminate == oldSelf.terminate) && has(self.timeout) == has(oldSelf.timeout) && (!has(self.timeout) || self.timeout == oldSelf.timeout) && has(self.rollback) == has(oldSelf.rollback) && (!has(self.rollback) || self.rollback == oldSelf.rollback) && has(self.triggeredBy) == has(oldSelf.triggeredBy) && (!has(self.triggeredBy) || self.triggeredBy == oldSelf.triggeredBy)",message="the request of an Operation cannot be changed (only retries and resolution can); create a new one"
 // +kubebuilder:validation:XValidation:rule="self.type != 'CUSTOM' || (has(self.node) && has(self.operation))",message="a CUSTOM operation names a node and an operation"
 // +kubebuilder:validation:XValidation:rule="self.type == 'CUSTOM' || (!has(self.node) && !has(self.operation))",message="node and operation belong to CUSTOM operations"
-// +kubebuilder:validation:XValidation:rule="has(self.scale) == (self.type == 'SCALE') && has(self.scaleToLevel) == (self.type == 'SCALE_TO_LEVEL') && has(self.changePackage) == (self.type == 'CHANGE_PACKAGE') && has(self.modify) == (self.type == 'MODIFY') && has(self.operate) == (self.type == 'OPERATE') && (!has(self.heal) || self.type == 'HEAL') && (!has(self.terminate) || self.type == 'TERMINATE')",message="the request must be the member of its type: scale (SCALE), scaleToLevel (SCALE_TO_LEVEL), heal (HEAL), changePackage (CHANGE_PACKAGE), modify (MODIFY), operate (OPERATE), terminate (TERMINATE)"
-// +kubebuilder:validation:XValidation:rule="!has(self.resolution) || self.resolution != 'Rollback' || self.type in ['SCALE', 'SCALE_TO_LEVEL', 'CHANGE_PACKAGE', 'MODIFY', 'OPERATE']",message="only SCALE, SCALE_TO_LEVEL, CHANGE_PACKAGE, MODIFY and OPERATE occurrences can be rolled back"
+// +kubebuilder:validation:XValidation:rule="has(self.scale) == (self.type == 'SCALE') && has(self.scaleToLevel) == (self.type == 'SCALE_TO_LEVEL') && has(self.changePackage) == (self.type == 'CHANGE_PACKAGE') && has(self.modify) == (self.type == 'MODIFY') && has(self.operate) == (self.type == 'OPERATE') && has(self.changeFlavour) == (self.type == 'CHANGE_FLAVOUR') && (!has(self.instantiate) || self.type == 'INSTANTIATE') && (!has(self.heal) || self.type == 'HEAL') && (!has(self.terminate) || self.type == 'TERMINATE')",message="the request must be the member of its type: instantiate (INSTANTIATE), changeFlavour (CHANGE_FLAVOUR), scale (SCALE), scaleToLevel (SCALE_TO_LEVEL), heal (HEAL), changePackage (CHANGE_PACKAGE), modify (MODIFY), operate (OPERATE), terminate (TERMINATE)"
+// +kubebuilder:validation:XValidation:rule="!has(self.resolution) || self.resolution != 'Rollback' || self.type in ['INSTANTIATE', 'SCALE', 'SCALE_TO_LEVEL', 'CHANGE_FLAVOUR', 'CHANGE_PACKAGE', 'MODIFY', 'OPERATE']",message="only INSTANTIATE, SCALE, SCALE_TO_LEVEL, CHANGE_FLAVOUR, CHANGE_PACKAGE, MODIFY and OPERATE occurrences can be rolled back"
 type OperationSpec struct {
 	// ServiceName is the Service, in the same namespace.
 	// +kubebuilder:validation:MinLength=1
@@ -45,6 +45,12 @@ type OperationSpec struct {
 	// +optional
 	Inputs map[string]apiextensionsv1.JSON `json:"inputs,omitempty"`
 
+	// Instantiate is the InstantiateVnfRequest of an INSTANTIATE occurrence: the Service,
+	// NOT_INSTANTIATED, deploys its package with it.
+	// +optional
+	Instantiate *InstantiateRequest `json:"instantiate,omitempty"`
+	// +optional
+	ChangeFlavour *ChangeFlavourRequest `json:"changeFlavour,omitempty"`
 	// +optional
 	Scale *ScaleRequest `json:"scale,omitempty"`
 	// +optional
@@ -79,6 +85,11 @@ type OperationSpec struct {
 	// Resolution of an occurrence in FAILED_TEMP: Rollback or Fail (SOL003 rollback, fail).
 	// +optional
 	Resolution Resolution `json:"resolution,omitempty"`
+	// Cancel asks a STARTING, PROCESSING or ROLLING_BACK occurrence to stop (SOL003
+	// cancel): one still STARTING ends ROLLED_BACK having done nothing; one running goes
+	// FAILED_TEMP, after its running step (GRACEFUL) or at once (FORCEFUL).
+	// +optional
+	Cancel CancelMode `json:"cancel,omitempty"`
 }
 
 // PodResult is the outcome of the operation in one pod.
@@ -104,6 +115,29 @@ type PodResult struct {
 	// DurationMillis of the run in the pod, transfer included.
 	// +optional
 	DurationMillis int64 `json:"durationMillis,omitempty"`
+}
+
+// ChangeType is how an occurrence changed a pod (SOL003 ChangeType of an affected VNFC).
+type ChangeType string
+
+const (
+	ChangeAdded    ChangeType = "ADDED"
+	ChangeRemoved  ChangeType = "REMOVED"
+	ChangeModified ChangeType = "MODIFIED"
+)
+
+// AffectedPod is a pod an occurrence changed.
+type AffectedPod struct {
+	// Pod name (the VNFC instance id).
+	Pod string `json:"pod"`
+	// UID of the pod.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// Node is the node template (VDU) the pod belongs to.
+	// +optional
+	Node string `json:"node,omitempty"`
+	// ChangeType: ADDED, REMOVED or MODIFIED.
+	ChangeType ChangeType `json:"changeType"`
 }
 
 // OperationStatus is where an occurrence stands and what it did.
@@ -136,6 +170,11 @@ type OperationStatus struct {
 	// Previous is what the Service ran before the occurrence changed it.
 	// +optional
 	Previous *ServiceSnapshot `json:"previous,omitempty"`
+	// AffectedPods are the pods (SOL003 VNFC instances) the occurrence added, removed or
+	// replaced, set when it ends (SOL003 resourceChanges.affectedVnfcs).
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	AffectedPods []AffectedPod `json:"affectedPods,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -154,6 +193,8 @@ type OperationStatus struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.resolution) || (has(self.spec.resolution) && self.spec.resolution == oldSelf.spec.resolution)",message="a resolution cannot be changed"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.resolution) || has(oldSelf.spec.resolution) || (has(oldSelf.status) && has(oldSelf.status.operationState) && oldSelf.status.operationState == 'FAILED_TEMP')",message="rollback and fail are allowed only while the occurrence is FAILED_TEMP"
 // +kubebuilder:validation:XValidation:rule="(has(self.spec.retries) ? self.spec.retries : 0) == (has(oldSelf.spec.retries) ? oldSelf.spec.retries : 0) || ((has(self.spec.retries) ? self.spec.retries : 0) == (has(oldSelf.spec.retries) ? oldSelf.spec.retries : 0) + 1 && !has(self.spec.resolution) && has(oldSelf.status) && has(oldSelf.status.operationState) && oldSelf.status.operationState == 'FAILED_TEMP')",message="retry is allowed only while the occurrence is FAILED_TEMP, one retry at a time"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.cancel) || (has(self.spec.cancel) && self.spec.cancel == oldSelf.spec.cancel)",message="a cancel cannot be changed or withdrawn"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.cancel) || has(oldSelf.spec.cancel) || !has(oldSelf.status) || !has(oldSelf.status.operationState) || oldSelf.status.operationState in ['STARTING', 'PROCESSING', 'ROLLING_BACK']",message="cancel is allowed only while the occurrence is STARTING, PROCESSING or ROLLING_BACK"
 // +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.spec.serviceName`
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.operationState`

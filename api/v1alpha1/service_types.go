@@ -117,7 +117,25 @@ type ServiceSpec struct {
 	// FAILED_TEMP for a retry, rollback or fail; Auto rolls back at once.
 	// +optional
 	Rollback RollbackPolicy `json:"rollback,omitempty"`
+
+	// InstantiationState: INSTANTIATED (the default) deploys the package; NOT_INSTANTIATED
+	// deploys nothing — what runs is torn down as on deletion and the Service stays, holding
+	// the VNF instance's identity and package (SOL003: a VNF instance before its INSTANTIATE
+	// and after its TERMINATE). INSTANTIATE and TERMINATE occurrences move it.
+	// +optional
+	InstantiationState InstantiationState `json:"instantiationState,omitempty"`
 }
+
+// InstantiationState is SOL003's instantiationState of a VNF instance.
+// +kubebuilder:validation:Enum=INSTANTIATED;NOT_INSTANTIATED
+type InstantiationState string
+
+const (
+	// Instantiated: the package is deployed.
+	Instantiated InstantiationState = "INSTANTIATED"
+	// NotInstantiated: nothing is deployed; the Service holds the instance's identity.
+	NotInstantiated InstantiationState = "NOT_INSTANTIATED"
+)
 
 // VerifyMode says what a package that fails verification does.
 // +kubebuilder:validation:Enum=Enforce;Warn
@@ -179,7 +197,7 @@ type InstantiateRequest struct {
 }
 
 // Source locates a TOSCA package. Exactly one member is set.
-// +kubebuilder:validation:XValidation:rule="[has(self.url), has(self.upload), has(self.git), has(self.oci)].filter(x, x).size() == 1",message="exactly one of url, upload, git and oci must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.url), has(self.upload), has(self.git), has(self.oci), has(self.vnfPackage)].filter(x, x).size() == 1",message="exactly one of url, upload, git, oci and vnfPackage must be set"
 type Source struct {
 	// URL of a CSAR (zip) or tar(.gz) package over http or https.
 	// +kubebuilder:validation:Pattern=`^https?://`
@@ -208,6 +226,21 @@ type Source struct {
 	// OCI is a package stored as an artifact in an OCI registry.
 	// +optional
 	OCI *OCISource `json:"oci,omitempty"`
+
+	// VnfPackage is an onboarded VNF package of the Service's namespace (a VnfPackage
+	// resource), named by the VNFD id it holds: what the package's own source says is
+	// fetched, at the revision its onboarding verified.
+	// +optional
+	VnfPackage *VnfPackageSource `json:"vnfPackage,omitempty"`
+}
+
+// VnfPackageSource names an onboarded VNF package by its VNFD id (SOL003 vnfdId).
+type VnfPackageSource struct {
+	// VnfdID is the VNFD id (descriptor_id) of an ONBOARDED, ENABLED VnfPackage of the
+	// namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	VnfdID string `json:"vnfdId"`
 }
 
 // UploadSource is a package archive stored in a ConfigMap of the Service's namespace.
@@ -490,6 +523,11 @@ type ServiceStatus struct {
 	// their levels, the hooks of its nodes, its alert rules.
 	// +optional
 	Lifecycle *LifecycleStatus `json:"lifecycle,omitempty"`
+	// InstantiationState is INSTANTIATED once the Service deploys its package, and
+	// NOT_INSTANTIATED once a Service whose spec says NOT_INSTANTIATED has nothing left
+	// running.
+	// +optional
+	InstantiationState InstantiationState `json:"instantiationState,omitempty"`
 }
 
 // VNFStatus is the instantiated state of an ETSI SOL001 VNF.
@@ -536,6 +574,7 @@ type ScaleInfo struct {
 // +kubebuilder:resource:shortName=csvc,categories=calaf
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.shortRevision`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.instantiationState`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type Service struct {
