@@ -10,3 +10,17 @@ const (
 	LabelNode             = "calaf.io/node"
 	AnnotationNodeType    = "calaf.io/node-type"
 )
+
+// A Service as a SOL003 VNF instance: what SOL003 says of an instance that Kubernetes has no
+// field for is kept in annotations of the Service (set by the NFV API's create and by MODIFY
+// occurrences), so every VNF instance stays a Service and nothing else.
+const (
+	// AnnotationVnfInstanceName is the instance's vnfInstanceName.
+	AnnotationVnfInstanceName = "calaf.io/vnf-instance-name"
+	// AnnotationVnfInstanceDescription is its vnfInstanceDescription.
+	AnnotationVnfInstanceDescription = "calaf.io/vnf-instance-description"
+	// AnnotationVnfMetadata is its metadata: a JSON object (at most 16 KiB).
+	AnnotationVnfMetadata = "calaf.io/vnf-metadata"
+	// LabelVnfInstance marks a Service created through the NFV API ("true").
+	LabelVnfInstance = "calaf.io/vnf-instance"
+)

@@ -157,12 +157,31 @@ type ChangePackageRequest struct {
 	AdditionalParams map[string]apiextensionsv1.JSON `json:"additionalParams,omitempty"`
 }
 
-// ModifyRequest changes inputs of the Service (SOL003 ModifyVnfInfo: its configurable
-// properties).
+// ModifyRequest is a SOL003 VnfInfoModificationRequest: inputs of the Service (its
+// configurable properties), and what SOL003 says of the instance — its name, description
+// and metadata (annotations of the Service), the package it names by VNFD id.
+// +kubebuilder:validation:XValidation:rule="has(self.inputs) || has(self.vnfInstanceName) || has(self.vnfInstanceDescription) || has(self.metadata) || has(self.vnfdId)",message="a MODIFY changes inputs, vnfInstanceName, vnfInstanceDescription, metadata or vnfdId"
 type ModifyRequest struct {
 	// Inputs to set; a null value removes the input.
-	// +kubebuilder:validation:MinProperties=1
-	Inputs map[string]apiextensionsv1.JSON `json:"inputs"`
+	// +optional
+	Inputs map[string]apiextensionsv1.JSON `json:"inputs,omitempty"`
+	// VnfInstanceName, when set, replaces the instance's name.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	VnfInstanceName *string `json:"vnfInstanceName,omitempty"`
+	// VnfInstanceDescription, when set, replaces the instance's description.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	VnfInstanceDescription *string `json:"vnfInstanceDescription,omitempty"`
+	// Metadata is merged into the instance's metadata as a JSON merge patch (RFC 7396: a
+	// null removes a key).
+	// +optional
+	Metadata map[string]apiextensionsv1.JSON `json:"metadata,omitempty"`
+	// VnfdID moves a Service whose source is a VnfPackage to the package of this VNFD id
+	// (SOL003: a change of package that changes nothing but the package's identity).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	VnfdID string `json:"vnfdId,omitempty"`
 }
 
 // ChangeStateTo is where OPERATE takes the Service.
