@@ -534,6 +534,19 @@ type ServiceStatus struct {
 type VNFStatus struct {
 	// FlavourID is the deployment flavour deployed.
 	FlavourID string `json:"flavourId"`
+	// VnfdID, VnfProvider, VnfProductName, VnfSoftwareVersion and VnfdVersion are the VNF
+	// node's descriptor_id, provider, product_name, software_version and
+	// descriptor_version (SOL003 names).
+	// +optional
+	VnfdID string `json:"vnfdId,omitempty"`
+	// +optional
+	VnfProvider string `json:"vnfProvider,omitempty"`
+	// +optional
+	VnfProductName string `json:"vnfProductName,omitempty"`
+	// +optional
+	VnfSoftwareVersion string `json:"vnfSoftwareVersion,omitempty"`
+	// +optional
+	VnfdVersion string `json:"vnfdVersion,omitempty"`
 	// InstantiationLevelID is the instantiation level deployed ("" when the flavour has none).
 	// +optional
 	InstantiationLevelID string `json:"instantiationLevelId,omitempty"`
