@@ -160,7 +160,7 @@ type ChangePackageRequest struct {
 // ModifyRequest is a SOL003 VnfInfoModificationRequest: inputs of the Service (its
 // configurable properties), and what SOL003 says of the instance — its name, description
 // and metadata (annotations of the Service), the package it names by VNFD id.
-// +kubebuilder:validation:XValidation:rule="has(self.inputs) || has(self.vnfInstanceName) || has(self.vnfInstanceDescription) || has(self.metadata) || has(self.vnfdId)",message="a MODIFY changes inputs, vnfInstanceName, vnfInstanceDescription, metadata or vnfdId"
+// +kubebuilder:validation:MinProperties=1
 type ModifyRequest struct {
 	// Inputs to set; a null value removes the input.
 	// +optional
