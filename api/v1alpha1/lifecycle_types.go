@@ -465,12 +465,76 @@ type LifecycleSubscriptionSpec struct {
 	// "token" (bearer); and "ca.crt" to trust.
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// NotificationTypes selects what is sent (SOL003 notificationTypes); empty sends
+	// VnfLcmOperationOccurrenceNotifications only.
+	// +kubebuilder:validation:MaxItems=3
+	// +optional
+	NotificationTypes []NotificationType `json:"notificationTypes,omitempty"`
+	// Authentication says how notifications authenticate to the endpoint; unset, the
+	// Secret's "token" is sent as a bearer token, or its "username" and "password" as
+	// basic credentials, or nothing.
+	// +optional
+	Authentication *SubscriptionAuthentication `json:"authentication,omitempty"`
+	// APIRoot, when set, makes notifications speak of resources as the NFV API does (ids
+	// are names; links are the API's, under this root); set by calaf nfv-api.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	APIRoot string `json:"apiRoot,omitempty"`
+	// Verbosity of the occurrence notifications: FULL (the default) or SHORT (SOL003
+	// LcmOpOccNotificationVerbosityType; SHORT leaves out the affected VNFCs).
+	// +kubebuilder:validation:Enum=FULL;SHORT
+	// +optional
+	Verbosity string `json:"verbosity,omitempty"`
+}
+
+// NotificationType is a kind of SOL003 VNF LCM notification.
+// +kubebuilder:validation:Enum=VnfLcmOperationOccurrenceNotification;VnfIdentifierCreationNotification;VnfIdentifierDeletionNotification
+type NotificationType string
+
+const (
+	NotificationOccurrence NotificationType = "VnfLcmOperationOccurrenceNotification"
+	NotificationCreation   NotificationType = "VnfIdentifierCreationNotification"
+	NotificationDeletion   NotificationType = "VnfIdentifierDeletionNotification"
+)
+
+// AuthType is how notifications authenticate (SOL013 authType).
+// +kubebuilder:validation:Enum=BASIC;OAUTH2_CLIENT_CREDENTIALS
+type AuthType string
+
+const (
+	AuthBasic  AuthType = "BASIC"
+	AuthOAuth2 AuthType = "OAUTH2_CLIENT_CREDENTIALS"
+)
+
+// SubscriptionAuthentication is a subscription's SOL013 authentication: BASIC with the
+// Secret's "username" and "password"; OAUTH2_CLIENT_CREDENTIALS with a token the
+// endpoint's authorization server grants for the Secret's "clientId" and "clientSecret"
+// (RFC 6749 client credentials), sent as a bearer token.
+// +kubebuilder:validation:XValidation:rule="self.type != 'OAUTH2_CLIENT_CREDENTIALS' || has(self.tokenEndpoint)",message="OAUTH2_CLIENT_CREDENTIALS needs a tokenEndpoint"
+type SubscriptionAuthentication struct {
+	Type AuthType `json:"type"`
+	// TokenEndpoint of the authorization server (OAUTH2_CLIENT_CREDENTIALS).
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	TokenEndpoint string `json:"tokenEndpoint,omitempty"`
 }
 
 // SubscriptionFilter selects occurrences by Service, type and state (each list: any of).
 type SubscriptionFilter struct {
 	// +optional
 	ServiceNames []string `json:"serviceNames,omitempty"`
+	// VnfdIDs selects the Services of these VNFD ids (status.vnf.vnfdId, or the VnfPackage
+	// their source names).
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	VnfdIDs []string `json:"vnfdIds,omitempty"`
+	// VnfInstanceNames selects the Services of these vnfInstanceNames (the annotation
+	// calaf.io/vnf-instance-name).
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	VnfInstanceNames []string `json:"vnfInstanceNames,omitempty"`
 	// +optional
 	OperationTypes []OperationType `json:"operationTypes,omitempty"`
 	// +optional

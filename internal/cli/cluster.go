@@ -31,6 +31,7 @@ func clusterCommands() []*cobra.Command {
 		newOpsCommand(),
 		newOperatorCommand(),
 		newPackageCommand(),
+		newNFVAPICommand(),
 	}
 }
 
