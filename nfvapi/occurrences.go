@@ -230,6 +230,9 @@ func (s *Server) retry(r *request) (int, any, error) {
 		if op.Status.OperationState != v1alpha1.StateFailedTemp {
 			return notInState(op, "retry", "FAILED_TEMP")
 		}
+		if op.Spec.Retries > op.Status.Retries {
+			return sol013.Errorf(http.StatusConflict, "a retry of the occurrence %s is already asked for and not started yet", op.Name)
+		}
 		op.Spec.Retries++
 		return nil
 	}, http.StatusAccepted)

@@ -81,3 +81,6 @@ func (s *Server) apiVersions(prefix string) handlerFunc {
 		return http.StatusOK, apiVersionInformation{URIPrefix: prefix, APIVersions: []apiVersion{{Version: lcmVersion}}}, nil
 	}
 }
+
+// OpenAPI returns the OpenAPI document of the interfaces served (also at /openapi.yaml).
+func OpenAPI() []byte { return append([]byte(nil), openAPIDocument...) }

@@ -160,9 +160,13 @@ var mayImport = map[string][]string{
 	// none of Calaf's stages.
 	"internal/front":    {"worker/crash"},
 	"internal/operator": {"api/v1alpha1", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "worker", "policy"},
-	"cmd/calaf":         {"internal/front"},
-	"cmd/calaf-full":    {"internal/cli"},
-	"cmd/calaf-runner":  {"artifacts/runner"},
+	// nfvapi is a front like the CLI: it acts on the API's resources only, as its callers.
+	"nfvapi":           {"api/v1alpha1", "render", "nfvapi/sol013"},
+	"nfvapi/sol013":    {},
+	"nfvapi/contract":  {"nfvapi"},
+	"cmd/calaf":        {"internal/front"},
+	"cmd/calaf-full":   {"internal/cli"},
+	"cmd/calaf-runner": {"artifacts/runner"},
 }
 
 // Each package imports only the stages before it: in particular orchestration never
