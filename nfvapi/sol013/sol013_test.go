@@ -80,17 +80,17 @@ func TestFilterMatches(t *testing.T) {
 
 func TestFilterRefused(t *testing.T) {
 	cases := map[string]string{
-		"eq,id,a1":                     "'(' expected",
-		"(eq,id,a1":                    "')' expected",
-		"(like,id,a1)":                 "unknown operator",
-		"(eq,id)":                      "has no value",
-		"(eq,id,a,b)":                  "takes one value",
-		"(eq,nosuch,a)":                "does not have",
-		"(eq,id,a1)x":                  "';' or the end",
-		"(eq,id,'open)":                "not closed",
-		"(eq,id,it's)":                 "must be quoted",
-		"(eq,id//x,a)":                 "empty level",
-		"(eq,id,)":                     "a value expected",
+		"eq,id,a1":                        "'(' expected",
+		"(eq,id,a1":                       "')' expected",
+		"(like,id,a1)":                    "unknown operator",
+		"(eq,id)":                         "has no value",
+		"(eq,id,a,b)":                     "takes one value",
+		"(eq,nosuch,a)":                   "does not have",
+		"(eq,id,a1)x":                     "';' or the end",
+		"(eq,id,'open)":                   "not closed",
+		"(eq,id,it's)":                    "must be quoted",
+		"(eq,id//x,a)":                    "empty level",
+		"(eq,id,)":                        "a value expected",
 		strings.Repeat("(eq,id,a);", 500): "characters long",
 	}
 	for raw, want := range cases {
