@@ -162,11 +162,14 @@ func (a *tokenAuthenticator) caller(user, uid string, groups []string, extra map
 	return &Caller{User: user, UID: uid, Groups: groups, Extra: extra, Namespace: ns}, nil
 }
 
+// bearer returns the request's bearer token: Authorization: Bearer, or the X-Auth-Token
+// header OpenStack's clients send their token in (openstack --os-auth-type admin_token
+// --os-token TOKEN).
 func bearer(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+		token = r.Header.Get("X-Auth-Token")
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""

@@ -23,6 +23,10 @@ func TestCredentials(t *testing.T) {
 	if a.header.Get("WWW-Authenticate") == "" {
 		t.Error("a 401 without WWW-Authenticate")
 	}
+	// OpenStack's clients send their token as X-Auth-Token.
+	tn := newTenant(t, "nfvo-x-auth", "nfvo", nil)
+	call(t, nil, "GET", "/vnflcm/v2/vnf_instances", nil, "X-Auth-Token", tn.token).expect(t, http.StatusOK)
+	call(t, nil, "GET", "/vnflcm/v2/vnf_instances", nil, "X-Auth-Token", "notused").expect(t, http.StatusUnauthorized)
 }
 
 // TestVersionsAndRouting: the Version header, unknown paths and methods.
