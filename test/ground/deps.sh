@@ -15,6 +15,7 @@ packages=(
   iptables ebtables conntrack ethtool socat    # what kubelet and the CNI bridge plugin call
   iproute2 util-linux procps openssl curl      # ip/ss, mount/nsenter/setsid, sysctl, certificates, health checks
   time                                         # GNU time: peak RSS of whole processes in make bench
+  python3-openstackclient python3-tackerclient # OpenStack's own client, driving the NFV interfaces in test/e2e
 )
 
 # missing_packages: those of $packages that dpkg does not know as "install ok installed", one
