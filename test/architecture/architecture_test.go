@@ -151,7 +151,10 @@ var mayImport = map[string][]string{
 	"controller": {"api/v1alpha1", "tosca", "etsi", "render", "source", "orchestration", "policy"},
 	// lifecycle acts on Services and Operations through the API only (it never calls the
 	// reconciler or the orchestrator); render gives it the node label of pods.
-	"lifecycle": {"api/v1alpha1", "render"},
+	"lifecycle": {"api/v1alpha1", "render", "internal/outbound"},
+	// outbound is the one client of requests made on a user's behalf, under the
+	// admin's outbound policy: it knows nothing of Calaf's resources.
+	"internal/outbound": {},
 	// worker runs tosca and render in child processes; only the wiring (and the CLI)
 	// choose to use it, so the stages stay unaware of where they run.
 	"worker":       {"tosca", "etsi/chart", "render", "worker/crash"},
@@ -159,7 +162,7 @@ var mayImport = map[string][]string{
 	// front is calaf's front process: it starts calaf-offline and calaf-full, and links
 	// none of Calaf's stages.
 	"internal/front":    {"worker/crash"},
-	"internal/operator": {"api/v1alpha1", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "worker", "policy"},
+	"internal/operator": {"api/v1alpha1", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "worker", "policy", "internal/outbound"},
 	// nfvapi is a front like the CLI: it acts on the API's resources only, as its callers.
 	"nfvapi":           {"api/v1alpha1", "render", "nfvapi/sol013"},
 	"nfvapi/sol013":    {},
