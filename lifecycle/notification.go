@@ -52,12 +52,13 @@ type Link struct {
 // Extension is what Calaf adds: where the occurrence stands, and the alert that
 // triggered it.
 type Extension struct {
-	Namespace   string `json:"namespace"`
-	Service     string `json:"service"`
-	Occurrence  string `json:"occurrence"`
-	Type        string `json:"type"`
-	Message     string `json:"message,omitempty"`
-	Transition  int    `json:"transition"`
+	Namespace  string `json:"namespace"`
+	Service    string `json:"service"`
+	Occurrence string `json:"occurrence"`
+	Type       string `json:"type"`
+	Message    string `json:"message,omitempty"`
+	// Transition is the transition's sequence number (from 1).
+	Transition  int64  `json:"transition"`
 	TriggeredBy string `json:"triggeredBy,omitempty"`
 }
 
@@ -68,12 +69,18 @@ var sol003Operations = map[v1alpha1.OperationType]string{
 	v1alpha1.OperationTerminate: "TERMINATE", v1alpha1.OperationCustom: "CUSTOM",
 }
 
+// notificationID is the id of the notification of an occurrence's transition of sequence
+// number seq: the same whenever it is sent again.
+func notificationID(op *v1alpha1.Operation, seq int64) string {
+	return fmt.Sprintf("%s-%d", op.UID, seq)
+}
+
 // notificationOf builds the notification of an occurrence's i-th transition for a
 // subscription.
 func notificationOf(sub *v1alpha1.LifecycleSubscription, op *v1alpha1.Operation, i int) Notification {
 	tr := op.Status.Transitions[i]
 	n := Notification{
-		ID:               fmt.Sprintf("%s-%d", op.UID, i),
+		ID:               notificationID(op, Sequence(op, i)),
 		NotificationType: "VnfLcmOperationOccurrenceNotification", SubscriptionID: string(sub.UID),
 		TimeStamp:          tr.Time.UTC().Format(time.RFC3339Nano),
 		NotificationStatus: "RESULT", OperationState: string(tr.State),
@@ -85,7 +92,7 @@ func notificationOf(sub *v1alpha1.LifecycleSubscription, op *v1alpha1.Operation,
 			Subscription: Link{Href: fmt.Sprintf("/apis/calaf.io/v1alpha1/namespaces/%s/lifecyclesubscriptions/%s", sub.Namespace, sub.Name)},
 			VnfLcmOpOcc:  Link{Href: fmt.Sprintf("/apis/calaf.io/v1alpha1/namespaces/%s/operations/%s", op.Namespace, op.Name)},
 		},
-		Calaf: Extension{Namespace: op.Namespace, Service: op.Spec.ServiceName, Occurrence: op.Name, Type: string(op.Spec.Type), Message: tr.Message, Transition: i},
+		Calaf: Extension{Namespace: op.Namespace, Service: op.Spec.ServiceName, Occurrence: op.Name, Type: string(op.Spec.Type), Message: tr.Message, Transition: Sequence(op, i)},
 	}
 	switch tr.State {
 	case v1alpha1.StateStarting, v1alpha1.StateProcessing, v1alpha1.StateRollingBack:

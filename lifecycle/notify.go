@@ -3,17 +3,13 @@ package lifecycle
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,11 +17,14 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/internal/text"
 )
 
@@ -33,19 +32,26 @@ import (
 // of its namespace that it selects: every transition an occurrence recorded since the
 // subscription was created, each occurrence's in order, retrying the next one with
 // backoff until the endpoint takes it (at least once: a notification's id tells a
-// repeat). Where each occurrence stands is kept in the subscription's status, so an
-// operator restart resumes there.
+// repeat). Where each occurrence stands, and when a failed delivery is tried again, is
+// kept in the subscription's status, so an operator restart resumes there and waits as
+// long.
 type Notifier struct {
 	client.Client
-	// APIReader reads the subscriptions (where the cache may be behind) and the
-	// credentials Secrets (the cache holds only Calaf's objects).
+	// APIReader reads the subscriptions (where the cache may be behind) and, without
+	// CredentialsReader, the credentials Secrets (the cache holds only Calaf's objects).
 	APIReader client.Reader
-	Log       logr.Logger
-	// BaseBackoff and MaxBackoff bound the wait before a failed delivery is tried again
-	// (default 1 s and 5 min).
-	BaseBackoff, MaxBackoff time.Duration
-	// Timeout bounds one delivery (default 10 s).
-	Timeout time.Duration
+	// CredentialsReader returns how a subscription's Secret is read: as the identity the
+	// subscription acts as (lockdown mode: its namespace's tenant account). Without it,
+	// or when it answers nil, the APIReader reads the Secret and only one labelled
+	// calaf.io/use=lifecycle-subscriptions is used.
+	CredentialsReader func(sub *v1alpha1.LifecycleSubscription) (client.Reader, error)
+	// Outbound sends the notifications: the admin's outbound policy, the circuits of
+	// failing endpoints, reused connections.
+	Outbound *outbound.Client
+	Log      logr.Logger
+	// Backoff is the wait before a failed delivery is tried again, by failures in a row
+	// (default 1 s doubling to 5 min).
+	Backoff outbound.Backoff
 	Now     func() time.Time
 }
 
@@ -55,21 +61,20 @@ const maxPerReconcile = 20
 // SetupWithManager registers the notifier: every change of an Operation looks at the
 // subscriptions of its namespace.
 func (n *Notifier) SetupWithManager(mgr ctrl.Manager) error {
-	if n.BaseBackoff <= 0 {
-		n.BaseBackoff = time.Second
-	}
-	if n.MaxBackoff <= 0 {
-		n.MaxBackoff = 5 * time.Minute
-	}
-	if n.Timeout <= 0 {
-		n.Timeout = 10 * time.Second
+	if n.Backoff == (outbound.Backoff{}) {
+		n.Backoff = outbound.DefaultBackoff()
 	}
 	if n.Now == nil {
 		n.Now = time.Now
 	}
+	if n.Outbound == nil {
+		return errors.New("the notifier needs an outbound client")
+	}
+	// The subscription's own status patches do not trigger it: only a change of its spec
+	// (a new generation), an occurrence's, or the wait of its backoff.
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("notifications").
-		For(&v1alpha1.LifecycleSubscription{}).
+		For(&v1alpha1.LifecycleSubscription{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Operation{}, handler.EnqueueRequestsFromMapFunc(n.subscriptionsOf)).
 		Complete(n)
 }
@@ -95,7 +100,8 @@ type pending struct {
 
 // Reconcile delivers the subscription's pending notifications in order, and records what
 // it delivered and what failed. The subscription is read from the API server, not the
-// cache: a cache behind the last delivery's status patch would send it again.
+// cache: a cache behind the last delivery's status patch would send it again. After a
+// failure nothing is sent before the status's next attempt time.
 func (n *Notifier) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sub := &v1alpha1.LifecycleSubscription{}
 	if err := n.APIReader.Get(ctx, req.NamespacedName, sub); err != nil {
@@ -106,7 +112,12 @@ func (n *Notifier) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	result := ctrl.Result{}
+	if wait := n.waiting(sub); wait > 0 {
+		sub.Status.Pending = int32(len(queue))
+		setSubscriptionReady(sub, readyReason(sub))
+		return ctrl.Result{RequeueAfter: wait}, n.save(ctx, before, sub)
+	}
+	result, reason := ctrl.Result{}, v1alpha1.SubscriptionDelivering
 	delivered := 0
 	for _, p := range queue {
 		if delivered == maxPerReconcile {
@@ -114,7 +125,7 @@ func (n *Notifier) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			break
 		}
 		if err := n.deliver(ctx, sub, notificationOf(sub, p.op, p.index)); err != nil {
-			result.RequeueAfter = n.failed(sub, err)
+			result.RequeueAfter, reason = n.failed(sub, err)
 			break
 		}
 		n.delivered(sub, p)
@@ -125,21 +136,33 @@ func (n *Notifier) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		before = sub.DeepCopy()
 	}
 	sub.Status.Pending = int32(len(queue) - delivered)
-	setSubscriptionReady(sub)
+	setSubscriptionReady(sub, reason)
 	return result, n.save(ctx, before, sub)
+}
+
+// waiting is how long the subscription still waits before a failed delivery is tried
+// again: nothing once its spec changed since (a new callback is tried at once).
+func (n *Notifier) waiting(sub *v1alpha1.LifecycleSubscription) time.Duration {
+	next := sub.Status.NextAttemptTime
+	ready := apimeta.FindStatusCondition(sub.Status.Conditions, v1alpha1.ConditionReady)
+	if next == nil || sub.Status.Failures == 0 || ready == nil || ready.ObservedGeneration != sub.Generation {
+		return 0
+	}
+	return next.Sub(n.Now())
 }
 
 // pending lists what the subscription has not delivered, in order of the transitions,
 // and moves its cursors past what it does not select (other states, transitions older
-// than the subscription).
+// than the subscription). Cursors are sequence numbers, which go on when an occurrence
+// drops its oldest transitions.
 func (n *Notifier) pending(ctx context.Context, sub *v1alpha1.LifecycleSubscription) ([]pending, error) {
 	list := &v1alpha1.OperationList{}
 	if err := n.List(ctx, list, client.InNamespace(sub.Namespace)); err != nil {
 		return nil, err
 	}
-	cursors := map[string]int32{}
+	cursors := map[string]int64{}
 	for _, c := range sub.Status.Cursors {
-		cursors[c.Operation] = c.Delivered
+		cursors[c.Operation] = int64(c.Delivered)
 	}
 	var queue []pending
 	var kept []v1alpha1.DeliveryCursor
@@ -148,16 +171,18 @@ func (n *Notifier) pending(ctx context.Context, sub *v1alpha1.LifecycleSubscript
 		if op.Labels[v1alpha1.LabelOccurrence] != "" || !selects(sub.Spec.Filter, op) {
 			continue
 		}
-		next := int(cursors[op.Name])
-		for next < len(op.Status.Transitions) && skips(sub, op.Status.Transitions[next]) {
-			next++
-		}
-		for k := next; k < len(op.Status.Transitions); k++ {
-			if !skips(sub, op.Status.Transitions[k]) {
-				queue = append(queue, pending{op: op, index: k})
+		cursor, waiting := cursors[op.Name], false
+		for k, tr := range op.Status.Transitions {
+			seq := Sequence(op, k)
+			switch {
+			case seq <= cursors[op.Name]:
+			case !skips(sub, tr):
+				queue, waiting = append(queue, pending{op: op, index: k}), true
+			case !waiting:
+				cursor = seq
 			}
 		}
-		kept = append(kept, v1alpha1.DeliveryCursor{Operation: op.Name, Delivered: int32(next)})
+		kept = append(kept, v1alpha1.DeliveryCursor{Operation: op.Name, Delivered: int32(cursor)})
 	}
 	sort.Slice(kept, func(i, j int) bool { return kept[i].Operation < kept[j].Operation })
 	sub.Status.Cursors = kept
@@ -194,36 +219,62 @@ func skips(sub *v1alpha1.LifecycleSubscription, tr v1alpha1.StateTransition) boo
 
 // delivered moves the occurrence's cursor past a delivered notification.
 func (n *Notifier) delivered(sub *v1alpha1.LifecycleSubscription, p pending) {
+	seq := Sequence(p.op, p.index)
 	for i := range sub.Status.Cursors {
 		if sub.Status.Cursors[i].Operation == p.op.Name {
-			sub.Status.Cursors[i].Delivered = int32(p.index + 1)
+			sub.Status.Cursors[i].Delivered = int32(seq)
 		}
 	}
 	now := metav1.NewTime(n.Now())
 	sub.Status.Delivered++
-	sub.Status.Failures, sub.Status.LastError = 0, ""
-	sub.Status.LastDelivered = fmt.Sprintf("%s-%d", p.op.UID, p.index)
+	sub.Status.Failures, sub.Status.LastError, sub.Status.NextAttemptTime = 0, "", nil
+	sub.Status.LastDelivered = notificationID(p.op, seq)
 	sub.Status.LastDeliveryTime = &now
 }
 
-// failed records a failed delivery and returns the wait before the next try.
-func (n *Notifier) failed(sub *v1alpha1.LifecycleSubscription, err error) time.Duration {
+// failed records a failed delivery and when it is tried again; it returns the wait and
+// the reason of the Ready condition. An endpoint whose circuit is open is not tried
+// before it closes.
+func (n *Notifier) failed(sub *v1alpha1.LifecycleSubscription, err error) (time.Duration, string) {
 	sub.Status.Failures++
-	wait := n.BaseBackoff
-	for i := int32(1); i < sub.Status.Failures && wait < n.MaxBackoff; i++ {
-		wait *= 2
+	now := n.Now()
+	wait := n.Backoff.Delay(int(sub.Status.Failures))
+	reason := v1alpha1.SubscriptionDeliveryFailed
+	var open *outbound.CircuitOpenError
+	var refused *outbound.RefusedError
+	var credentials *credentialsError
+	switch {
+	case errors.As(err, &open):
+		wait = max(wait, open.Until.Sub(now))
+	case errors.As(err, &refused):
+		reason = v1alpha1.SubscriptionCallbackRefused
+	case errors.As(err, &credentials):
+		reason = v1alpha1.SubscriptionCredentialsRefused
 	}
-	wait = min(wait, n.MaxBackoff)
+	next := metav1.NewTime(now.Add(wait))
+	sub.Status.NextAttemptTime = &next
 	sub.Status.LastError = text.Truncate(fmt.Sprintf("%v (attempt %d; next in %v)", err, sub.Status.Failures, wait), 1024)
-	return wait
+	return wait, reason
 }
 
-// setSubscriptionReady words the subscription's Ready condition.
-func setSubscriptionReady(sub *v1alpha1.LifecycleSubscription) {
-	condition := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Delivering",
+// readyReason is the reason the Ready condition has, for a reconcile that sends nothing.
+func readyReason(sub *v1alpha1.LifecycleSubscription) string {
+	if ready := apimeta.FindStatusCondition(sub.Status.Conditions, v1alpha1.ConditionReady); ready != nil {
+		return ready.Reason
+	}
+	return v1alpha1.SubscriptionDelivering
+}
+
+// setSubscriptionReady words the subscription's Ready condition: True while every
+// delivery succeeds, else False with the reason of the failure.
+func setSubscriptionReady(sub *v1alpha1.LifecycleSubscription, reason string) {
+	condition := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.SubscriptionDelivering,
 		Message: fmt.Sprintf("%d notifications delivered", sub.Status.Delivered), ObservedGeneration: sub.Generation}
 	if sub.Status.Failures > 0 {
-		condition.Status, condition.Reason = metav1.ConditionFalse, "DeliveryFailed"
+		condition.Status, condition.Reason = metav1.ConditionFalse, reason
+		if reason == v1alpha1.SubscriptionDelivering {
+			condition.Reason = v1alpha1.SubscriptionDeliveryFailed
+		}
 		condition.Message = fmt.Sprintf("%d notifications wait: %s", sub.Status.Pending, sub.Status.LastError)
 	}
 	apimeta.SetStatusCondition(&sub.Status.Conditions, condition)
@@ -242,26 +293,24 @@ func equalStatus(a, b v1alpha1.LifecycleSubscriptionStatus) bool {
 	return bytes.Equal(x, y)
 }
 
-// deliver POSTs a notification to the subscription's endpoint, with its credentials; a
-// 2xx answer delivers it.
+// deliver POSTs a notification to the subscription's endpoint through the outbound
+// client, with the subscription's credentials; a 2xx answer delivers it.
 func (n *Notifier) deliver(ctx context.Context, sub *v1alpha1.LifecycleSubscription, notification Notification) error {
 	body, err := json.Marshal(notification)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.Timeout)
-	defer cancel()
+	auth, err := n.credentials(ctx, sub)
+	if err != nil {
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.Spec.CallbackURI, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Version", "2.0.0")
-	httpClient, err := n.credentials(ctx, sub, req)
-	if err != nil {
-		return err
-	}
-	resp, err := httpClient.Do(req)
+	resp, err := n.Outbound.Do(req, auth)
 	if err != nil {
 		return err
 	}
@@ -273,49 +322,51 @@ func (n *Notifier) deliver(ctx context.Context, sub *v1alpha1.LifecycleSubscript
 	return nil
 }
 
-// credentials sets the request's authorization from the subscription's Secret and
-// returns the client to send it with (trusting the Secret's CA).
-func (n *Notifier) credentials(ctx context.Context, sub *v1alpha1.LifecycleSubscription, req *http.Request) (*http.Client, error) {
-	var ca []byte
-	if ref := sub.Spec.SecretRef; ref != nil {
-		secret := &corev1.Secret{}
-		if err := n.APIReader.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: ref.Name}, secret); err != nil {
-			return nil, fmt.Errorf("credentials Secret %s: %w", ref.Name, err)
-		}
-		switch {
-		case len(secret.Data["token"]) > 0:
-			req.Header.Set("Authorization", "Bearer "+string(secret.Data["token"]))
-		case len(secret.Data["username"]) > 0:
-			req.SetBasicAuth(string(secret.Data["username"]), string(secret.Data["password"]))
-		}
-		ca = secret.Data["ca.crt"]
-	}
-	return notificationClient(ca)
+// credentialsError says that the subscription's Secret cannot be used: nothing is sent.
+type credentialsError struct {
+	secret string
+	err    error
 }
 
-// notificationClient is an HTTP client that follows no redirect and connects to no
-// link-local address (where clouds serve instance metadata and credentials).
-func notificationClient(ca []byte) (*http.Client, error) {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: refuseLinkLocal}
-	transport := &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: 10 * time.Second, MaxIdleConns: 1}
-	if len(ca) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, errors.New("ca.crt of the credentials Secret holds no PEM certificate")
-		}
-		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	}
-	return &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
+func (e *credentialsError) Error() string {
+	return fmt.Sprintf("credentials Secret %s: %v", e.secret, e.err)
 }
 
-// refuseLinkLocal refuses connections to link-local addresses.
-func refuseLinkLocal(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
+func (e *credentialsError) Unwrap() error { return e.err }
+
+// credentials reads the subscription's Secret as the subscription acts (see
+// Notifier.CredentialsReader) into the request's authentication: "token" (bearer) or
+// "username" and "password" (basic), and "ca.crt" to trust.
+func (n *Notifier) credentials(ctx context.Context, sub *v1alpha1.LifecycleSubscription) (outbound.Auth, error) {
+	ref := sub.Spec.SecretRef
+	if ref == nil {
+		return outbound.Auth{}, nil
 	}
-	if ip := net.ParseIP(host); ip != nil && (ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast()) {
-		return fmt.Errorf("notifications are not sent to link-local address %s", host)
+	reader, labelled := client.Reader(nil), true
+	if n.CredentialsReader != nil {
+		r, err := n.CredentialsReader(sub)
+		if err != nil {
+			return outbound.Auth{}, &credentialsError{secret: ref.Name, err: err}
+		}
+		reader, labelled = r, r == nil
 	}
-	return nil
+	if reader == nil {
+		reader = n.APIReader
+	}
+	secret := &corev1.Secret{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: ref.Name}, secret); err != nil {
+		return outbound.Auth{}, &credentialsError{secret: ref.Name, err: err}
+	}
+	if labelled && secret.Labels[v1alpha1.LabelSecretUse] != v1alpha1.SecretUseSubscriptions {
+		return outbound.Auth{}, &credentialsError{secret: ref.Name, err: fmt.Errorf("not labelled %s=%s: the operator sends no other Secret for a subscription",
+			v1alpha1.LabelSecretUse, v1alpha1.SecretUseSubscriptions)}
+	}
+	auth := outbound.Auth{CA: secret.Data["ca.crt"]}
+	switch {
+	case len(secret.Data["token"]) > 0:
+		auth.Bearer = string(secret.Data["token"])
+	case len(secret.Data["username"]) > 0:
+		auth.Basic = &outbound.BasicAuth{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])}
+	}
+	return auth, nil
 }

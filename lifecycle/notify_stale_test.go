@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/outbound"
 )
 
 // A notifier whose cache is behind the status patch of its last delivery (the cursor not
@@ -56,8 +57,8 @@ func TestNotifierDoesNotRepeatWhatACacheBehindForgot(t *testing.T) {
 		return fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.LifecycleSubscription{}).
 			WithObjects(sub, op.DeepCopy()).Build()
 	}
-	n := &Notifier{Client: build(stale), APIReader: build(current), BaseBackoff: time.Second, MaxBackoff: time.Second,
-		Timeout: 10 * time.Second, Now: time.Now}
+	n := &Notifier{Client: build(stale), APIReader: build(current), Backoff: outbound.Backoff{Base: time.Second, Max: time.Second},
+		Outbound: loopbackClient(), Now: time.Now}
 
 	if _, err := n.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(stale)}); err != nil {
 		t.Fatal(err)

@@ -104,7 +104,8 @@ func TestSubscriptionReceivesEveryTransition(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	deploy(t, ns, "cfg", configTemplate("1", ""), nil)
-	g.Expect(env.client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nfvo"},
+	g.Expect(env.client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nfvo",
+		Labels: map[string]string{v1alpha1.LabelSecretUse: v1alpha1.SecretUseSubscriptions}},
 		StringData: map[string]string{"token": "s3cr3t-token"}})).To(Succeed())
 	e := newEndpoint(t)
 	results := newEndpoint(t)
@@ -175,4 +176,33 @@ func findSubscriptionCondition(sub *v1alpha1.LifecycleSubscription, conditionTyp
 		}
 	}
 	return &metav1.Condition{}
+}
+
+// A subscription sends no Secret its namespace's owner did not mark for subscriptions: one
+// that names an unmarked Secret (which its creator may not be able to read) gets nothing
+// sent, and says why; once the Secret is labelled, its token goes with the notifications.
+func TestSubscriptionSendsOnlySecretsMarkedForIt(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	deploy(t, ns, "cfg", configTemplate("1", ""), nil)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nfvo-admin-creds"},
+		StringData: map[string]string{"token": "admin-token"}}
+	g.Expect(env.client.Create(context.Background(), secret)).To(Succeed())
+	e := newEndpoint(t)
+	sub := subscribe(t, ns, "borrower", e.server.URL, nil, "nfvo-admin-creds")
+
+	op := occurrence(t, ns, "cfg", modifyOp("one"))
+	waitState(t, op, v1alpha1.StateCompleted, time.Minute)
+	g.Eventually(func(g Gomega) {
+		ready := findSubscriptionCondition(getSubscription(g, sub), v1alpha1.ConditionReady)
+		g.Expect(ready.Reason).To(Equal(v1alpha1.SubscriptionCredentialsRefused))
+		g.Expect(ready.Message).To(ContainSubstring("credentials Secret nfvo-admin-creds: not labelled calaf.io/use=lifecycle-subscriptions"))
+		g.Expect(ready.Message).NotTo(ContainSubstring("admin-token"))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Expect(e.all()).To(BeEmpty())
+
+	secret.Labels = map[string]string{v1alpha1.LabelSecretUse: v1alpha1.SecretUseSubscriptions}
+	g.Expect(env.client.Update(context.Background(), secret)).To(Succeed())
+	g.Eventually(func() []string { return e.states(op.Name) }, time.Minute).Should(Equal([]string{"STARTING", "PROCESSING", "COMPLETED"}))
+	g.Expect(e.auth).To(HaveEach("Bearer admin-token"))
 }

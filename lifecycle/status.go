@@ -60,7 +60,8 @@ func enter(op *v1alpha1.Operation, to v1alpha1.OperationState, reason, message s
 	}
 	message = text.Truncate(message, 1024)
 	op.Status.OperationState, op.Status.Message = to, message
-	op.Status.Transitions = append(op.Status.Transitions, v1alpha1.StateTransition{State: to, Time: metav1.NewMicroTime(now.Time), Message: message})
+	sequence := nextSequence(op)
+	op.Status.Transitions = append(op.Status.Transitions, v1alpha1.StateTransition{State: to, Time: metav1.NewMicroTime(now.Time), Message: message, Sequence: sequence})
 	if n := len(op.Status.Transitions); n > maxTransitions {
 		op.Status.Transitions = op.Status.Transitions[n-maxTransitions:]
 	}
@@ -79,8 +80,25 @@ func enter(op *v1alpha1.Operation, to v1alpha1.OperationState, reason, message s
 	if to == v1alpha1.StateFailedTemp || to == v1alpha1.StateFailed || to == v1alpha1.StateRolledBack {
 		eventType = "Warning"
 	}
-	action := fmt.Sprintf("%s#%d", to, len(op.Status.Transitions))
+	action := fmt.Sprintf("%s#%d", to, sequence)
 	return event{eventType: eventType, reason: reasons[to], action: action, note: fmt.Sprintf("%s %s: %s", op.Spec.Type, to, message)}, nil
+}
+
+// Sequence is the sequence number of an occurrence's i-th recorded transition: its own,
+// or, recorded before transitions had one, its position from 1.
+func Sequence(op *v1alpha1.Operation, i int) int64 {
+	if seq := op.Status.Transitions[i].Sequence; seq > 0 {
+		return seq
+	}
+	return int64(i + 1)
+}
+
+// nextSequence is the sequence number of the occurrence's next transition.
+func nextSequence(op *v1alpha1.Operation) int64 {
+	if n := len(op.Status.Transitions); n > 0 {
+		return Sequence(op, n-1) + 1
+	}
+	return 1
 }
 
 // settlePhase gives a CUSTOM occurrence that ends without having run (refused, failed

@@ -316,6 +316,12 @@ type OperationStep struct {
 type StateTransition struct {
 	State OperationState   `json:"state"`
 	Time  metav1.MicroTime `json:"time"`
+	// Sequence numbers the occurrence's transitions from 1, in order; it goes on when
+	// the oldest transitions are dropped from the list (subscriptions and notification
+	// ids count on it). Absent on transitions recorded before it existed, which are
+	// numbered by their position.
+	// +optional
+	Sequence int64 `json:"sequence,omitempty"`
 	// +optional
 	Message string `json:"message,omitempty"`
 }
@@ -462,7 +468,9 @@ type LifecycleSubscriptionSpec struct {
 	// +optional
 	Filter *SubscriptionFilter `json:"filter,omitempty"`
 	// SecretRef names a Secret with credentials: "username" and "password" (basic), or
-	// "token" (bearer); and "ca.crt" to trust.
+	// "token" (bearer); and "ca.crt" to trust. It is read as the subscription acts: in
+	// lockdown mode as the namespace's tenant service account; otherwise only a Secret
+	// labelled calaf.io/use=lifecycle-subscriptions is read (docs/security.md).
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 	// NotificationTypes selects what is sent (SOL003 notificationTypes); empty sends
@@ -541,11 +549,38 @@ type SubscriptionFilter struct {
 	OperationStates []OperationState `json:"operationStates,omitempty"`
 }
 
-// DeliveryCursor is how many transitions of an occurrence were delivered.
+// DeliveryCursor is where delivery stands for an occurrence.
 type DeliveryCursor struct {
 	Operation string `json:"operation"`
-	Delivered int32  `json:"delivered"`
+	// Delivered is the sequence number of the last transition delivered or passed over
+	// (StateTransition.Sequence).
+	Delivered int32 `json:"delivered"`
 }
+
+// Reasons of a LifecycleSubscription's Ready condition.
+const (
+	// SubscriptionDelivering: every notification so far was delivered.
+	SubscriptionDelivering = "Delivering"
+	// SubscriptionDeliveryFailed: the endpoint did not take the next notification (an
+	// error, an answer other than 2xx, or its circuit open); retried with backoff.
+	SubscriptionDeliveryFailed = "DeliveryFailed"
+	// SubscriptionCallbackRefused: the callback's address is one the outbound policy
+	// refuses (docs/security.md); retried with backoff, as the policy or the name's
+	// address may change.
+	SubscriptionCallbackRefused = "CallbackRefused"
+	// SubscriptionCredentialsRefused: the Secret of secretRef cannot be read as the
+	// subscription acts (not labelled for subscriptions, or not readable by the tenant
+	// account); nothing is sent without it.
+	SubscriptionCredentialsRefused = "CredentialsRefused"
+)
+
+// Secrets a LifecycleSubscription may read in an install that is not in lockdown mode
+// carry this label with this value: the Secret's owner lets subscriptions of its
+// namespace send it.
+const (
+	LabelSecretUse         = "calaf.io/use"
+	SecretUseSubscriptions = "lifecycle-subscriptions"
+)
 
 // LifecycleSubscriptionStatus says what was delivered.
 type LifecycleSubscriptionStatus struct {
@@ -566,6 +601,10 @@ type LifecycleSubscriptionStatus struct {
 	LastDelivered string `json:"lastDelivered,omitempty"`
 	// +optional
 	LastDeliveryTime *metav1.Time `json:"lastDeliveryTime,omitempty"`
+	// NextAttemptTime is when a failed delivery is tried again (the backoff of Failures);
+	// no notification is sent before, whatever happens meanwhile, unless the spec changes.
+	// +optional
+	NextAttemptTime *metav1.Time `json:"nextAttemptTime,omitempty"`
 	// Cursors: per occurrence, how many of its transitions were delivered.
 	// +optional
 	Cursors []DeliveryCursor `json:"cursors,omitempty"`

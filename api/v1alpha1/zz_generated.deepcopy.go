@@ -458,6 +458,10 @@ func (in *LifecycleSubscriptionStatus) DeepCopyInto(out *LifecycleSubscriptionSt
 		in, out := &in.LastDeliveryTime, &out.LastDeliveryTime
 		*out = (*in).DeepCopy()
 	}
+	if in.NextAttemptTime != nil {
+		in, out := &in.NextAttemptTime, &out.NextAttemptTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Cursors != nil {
 		in, out := &in.Cursors, &out.Cursors
 		*out = make([]DeliveryCursor, len(*in))

@@ -68,16 +68,20 @@ func firstColumn(t *testing.T, path, header string) []string {
 	return values
 }
 
-// Every condition reason an occurrence can carry has a row in docs/lifecycle.md, and
-// every row is a reason the code has; so has every operation type.
+// Every condition reason an occurrence or a subscription can carry has a row in
+// docs/lifecycle.md, and every row is a reason the code has; so has every operation type.
 func TestLifecycleReasonsAndTypesAreDocumented(t *testing.T) {
-	for _, c := range []struct{ prefix, header string }{
-		{"Occurrence", "| reason | state and meaning |"},
-		{"Operation", "| type | request | steps | rollback restores |"},
+	for _, c := range []struct {
+		prefix, header string
+		least          int
+	}{
+		{"Occurrence", "| reason | state and meaning |", 8},
+		{"Operation", "| type | request | steps | rollback restores |", 8},
+		{"Subscription", "| reason | meaning |", 4},
 	} {
 		code := stringConstants(t, "../../api/v1alpha1/lifecycle_types.go", c.prefix)
 		docs := firstColumn(t, "../../docs/lifecycle.md", c.header)
-		if len(code) < 8 {
+		if len(code) < c.least {
 			t.Fatalf("%s: found only %d constants: %v", c.prefix, len(code), code)
 		}
 		if !slices.Equal(code, docs) {
