@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
@@ -40,13 +41,15 @@ const maxAlertBody = 1 << 20
 // alertname and labels) creates a HEAL or a SCALE of the Service — unless the rule made
 // one within its cooldown, or max_per_hour in the last hour. The occurrence records the
 // alert (spec.triggeredBy); every decision is an Event on the Service and a line of the
-// answer. Requests carry the webhook's token ("Authorization: Bearer <token>").
+// answer. Requests carry the receiver's own token ("Authorization: Bearer <token>"), not
+// the push webhook's: this one creates occurrences.
 type AlertReceiver struct {
 	// Client reads Services (the cache) and creates Operations; Reader lists the
 	// occurrences a rule made (fresh from the API server).
 	Client client.Client
 	Reader client.Reader
-	// Token returns the token requests must carry.
+	// Token returns the tokens requests may carry, one per line (read per request, so a
+	// mounted Secret can rotate).
 	Token func() ([]byte, error)
 	// Namespace limits the Services; empty means all.
 	Namespace string
@@ -107,7 +110,7 @@ func (a *AlertReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	given, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(given), token) != 1 {
+	if !ok || !tokenMatches(given, token) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
@@ -126,6 +129,20 @@ func (a *AlertReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	outcomes := a.Handle(req.Context(), payload)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"outcomes": outcomes})
+}
+
+// tokenMatches tells whether given is one of the tokens, one per line (the old and the
+// new one while a token is rotated), comparing digests in constant time.
+func tokenMatches(given string, tokens []byte) bool {
+	digest := sha256.Sum256([]byte(given))
+	matched := false
+	for line := range strings.Lines(string(tokens)) {
+		if token := strings.TrimSpace(line); token != "" {
+			expected := sha256.Sum256([]byte(token))
+			matched = subtle.ConstantTimeCompare(digest[:], expected[:]) == 1 || matched
+		}
+	}
+	return given != "" && matched
 }
 
 // Handle decides, alert by alert, what the firing alerts of a payload do.

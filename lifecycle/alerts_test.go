@@ -51,7 +51,8 @@ func postAlert(t *testing.T, token string, labels map[string]string) (int, []lif
 
 // An alert posted to the Alertmanager webhook heals what its rule names, once within the
 // rule's cooldown and at most max_per_hour times an hour; the occurrence records the
-// alert. Alerts without the token, of no Service, or matching no rule do nothing.
+// alert. Alerts without the receiver's token (the push webhook's is not it), of no
+// Service, or matching no rule do nothing.
 func TestAlertsHealWithinCooldownAndRate(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
@@ -60,6 +61,8 @@ func TestAlertsHealWithinCooldownAndRate(t *testing.T) {
 
 	code, _ := postAlert(t, "wrong", labels)
 	g.Expect(code).To(Equal(http.StatusUnauthorized))
+	code, _ = postAlert(t, pushToken, labels)
+	g.Expect(code).To(Equal(http.StatusUnauthorized), "the push webhook's token opens no other receiver")
 
 	code, outcomes := postAlert(t, env.token, labels)
 	g.Expect(code).To(Equal(http.StatusOK))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -35,6 +36,9 @@ import (
 // reconciler) against a real kube-apiserver and etcd. There is no kubelet: workloads are
 // made ready by a stand-in that writes their status as a kubelet and the workload
 // controllers would (readyWorkloads); pods and hooks are the node-mode tests' (test/e2e).
+// pushToken is the push webhook's token: it opens no other receiver.
+const pushToken = "push-token"
+
 var env struct {
 	client client.WithWatch
 	// webhook is the URL of the operator's webhook server (alerts), token its token.
@@ -64,13 +68,19 @@ func run(m *testing.M) int {
 	opts.MetricsAddress, opts.HealthAddress = "0", "0"
 	opts.PackageCacheDir = filepath.Join(os.TempDir(), fmt.Sprintf("calaf-lifecycle-packages-%d", os.Getpid()))
 	opts.ProgressInterval = time.Second
+	// The subscribers' endpoints are test servers on this host: the outbound policy
+	// allows 127.0.0.1 by name.
+	opts.OutboundAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	env.webhook, env.token = "http://"+listener.Addr().String(), "alert-token"
-	opts.WebhookListener, opts.WebhookToken = listener, func() ([]byte, error) { return []byte(env.token), nil }
+	// Each receiver has its own token; plain HTTP, asked for explicitly, on this host.
+	opts.WebhookListener, opts.WebhookInsecureHTTP = listener, true
+	opts.AlertToken = func() ([]byte, error) { return []byte(env.token), nil }
+	opts.WebhookToken = func() ([]byte, error) { return []byte(pushToken), nil }
 	mgr, _, err := operator.NewManager(config, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "creating the operator:", err)

@@ -33,8 +33,9 @@ func newOperatorCommand() *cobra.Command {
 	apiClient := apiClientFlags{}
 	memoryLimit := resource.MustParse("0")
 	gcPercent := operator.DefaultGCPercent
-	var webhookTokenFile string
+	var webhookTokenFile, alertTokenFile string
 	var verify verifyFlags
+	var outboundPolicy outboundFlags
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the Calaf operator (reconciles Services and Operations)",
@@ -49,8 +50,12 @@ func newOperatorCommand() *cobra.Command {
 			}
 			operator.SetMemoryLimit(memoryLimit.Value())
 			operator.SetGCPercent(gcPercent)
-			opts.WebhookToken = webhookToken(webhookTokenFile)
+			opts.WebhookToken = tokenSource(webhookTokenFile, "CALAF_WEBHOOK_TOKEN")
+			opts.AlertToken = tokenSource(alertTokenFile, "CALAF_ALERT_TOKEN")
 			if err := checkTenancyFlags(&opts); err != nil {
+				return err
+			}
+			if err := outboundPolicy.apply(&opts); err != nil {
 				return err
 			}
 			if opts.Verify, err = verify.defaults(); err != nil {
@@ -84,12 +89,17 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&opts.ProgressInterval, "progress-interval", opts.ProgressInterval, "how often a Service whose objects are not healthy yet is checked")
 	cmd.Flags().StringVar(&opts.RunnerPath, "runner", "", "calaf-runner binary streamed into pods to run operations (default: next to calaf, or on $PATH)")
 	cmd.Flags().StringVar(&opts.WebhookAddress, "webhook-bind-address", "", "address of the push webhook, POST /hooks/git (empty: no webhook)")
-	cmd.Flags().StringVar(&webhookTokenFile, "webhook-token-file", "", "file holding the webhook token, re-read on every request (default: $CALAF_WEBHOOK_TOKEN)")
+	cmd.Flags().StringVar(&webhookTokenFile, "webhook-token-file", "", "file holding the push webhook's token (several, one per line, while rotating it), re-read on every request (default: $CALAF_WEBHOOK_TOKEN)")
+	cmd.Flags().StringVar(&alertTokenFile, "alert-token-file", "", "file holding the Alertmanager receiver's token (several, one per line, while rotating it), re-read on every request; never the push webhook's (default: $CALAF_ALERT_TOKEN)")
+	cmd.Flags().StringVar(&opts.WebhookCertFile, "webhook-tls-cert-file", "", "TLS certificate (PEM) the webhook serves, re-read when it changes")
+	cmd.Flags().StringVar(&opts.WebhookKeyFile, "webhook-tls-key-file", "", "TLS key (PEM) of --webhook-tls-cert-file")
+	cmd.Flags().BoolVar(&opts.WebhookInsecureHTTP, "webhook-insecure-http", false, "serve the webhook over plain HTTP (its tokens then cross the network in clear)")
 	cmd.Flags().StringVar(&verify.mode, "verify-mode", "", "signature policy of every Service's package (SOL004): Enforce, Warn, or Off; spec.verify can only make it stricter")
 	cmd.Flags().StringVar(&verify.anchors, "verify-anchors", "", "PEM bundle of trust anchors every Service trusts (read at start)")
 	cmd.Flags().BoolVar(&verify.serviceAnchors, "verify-service-anchors", true, "also trust the anchors a Service names in spec.verify.anchors")
 	registerIsolationFlags(cmd, &opts)
 	registerTenancyFlags(cmd, &opts)
+	registerOutboundFlags(cmd, &opts, &outboundPolicy)
 	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
 	zapOptions.BindFlags(logFlags)
 	cmd.Flags().AddGoFlagSet(logFlags)
@@ -135,16 +145,16 @@ func (f apiClientFlags) configure(config *rest.Config) error {
 	return nil
 }
 
-// webhookToken reads the webhook token from a file (e.g. a mounted Secret, so it can be
-// rotated) or from $CALAF_WEBHOOK_TOKEN.
-func webhookToken(file string) func() ([]byte, error) {
+// tokenSource reads a receiver's tokens from a file (e.g. a mounted Secret, so it can be
+// rotated) or from the environment variable env; nil when neither is given (the receiver
+// is not served).
+func tokenSource(file, env string) func() ([]byte, error) {
+	if file == "" && strings.TrimSpace(os.Getenv(env)) == "" {
+		return nil
+	}
 	return func() ([]byte, error) {
 		if file == "" {
-			token := strings.TrimSpace(os.Getenv("CALAF_WEBHOOK_TOKEN"))
-			if token == "" {
-				return nil, fmt.Errorf("no --webhook-token-file and no $CALAF_WEBHOOK_TOKEN")
-			}
-			return []byte(token), nil
+			return []byte(strings.TrimSpace(os.Getenv(env))), nil
 		}
 		data, err := os.ReadFile(file)
 		if err != nil {

@@ -5,7 +5,9 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
 	"calaf.io/calaf/lifecycle"
 )
@@ -14,7 +16,7 @@ import (
 // queues every Operation, runs lifecycle operations through the Service's spec and the
 // orchestrator, and asks for reconciles of Services through triggers; and the notifier
 // of LifecycleSubscriptions.
-func addLifecycle(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, log logr.Logger) error {
+func addLifecycle(mgr ctrl.Manager, opts Options, st *stages, triggers *controller.Triggers, log logr.Logger) error {
 	occurrences := &lifecycle.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -27,15 +29,35 @@ func addLifecycle(mgr ctrl.Manager, opts Options, triggers *controller.Triggers,
 	if err := occurrences.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return err
 	}
-	notifier := &lifecycle.Notifier{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log.WithName("notifications"), BaseBackoff: opts.NotifyBackoff}
+	notifier := &lifecycle.Notifier{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log.WithName("notifications"),
+		Backoff: opts.NotifyBackoff, Outbound: st.outbound, CredentialsReader: subscriptionReader(opts, st.identities)}
+	if opts.OutboundDiscover {
+		watch := &networkWatch{reader: mgr.GetAPIReader(), client: st.outbound, opts: opts, log: log.WithName("outbound")}
+		if err := mgr.Add(watch); err != nil {
+			return err
+		}
+	}
 	return notifier.SetupWithManager(mgr)
 }
 
-// newAlertReceiver makes the Alertmanager webhook (lifecycle.AlertPath), served with the
-// push webhook and its token.
+// subscriptionReader is how a subscription's credentials Secret is read: in lockdown mode
+// as the tenant account of its namespace (the identity its Services act as), never with
+// the operator's rights; otherwise nil (the operator's reader, and only Secrets labelled
+// for subscriptions).
+func subscriptionReader(opts Options, identities *controller.Identities) func(*v1alpha1.LifecycleSubscription) (client.Reader, error) {
+	if opts.DefaultServiceAccount == "" {
+		return nil
+	}
+	return func(sub *v1alpha1.LifecycleSubscription) (client.Reader, error) {
+		return identities.Client(controller.ServiceAccountUser(sub.Namespace, opts.DefaultServiceAccount))
+	}
+}
+
+// newAlertReceiver makes the Alertmanager webhook (lifecycle.AlertPath), served beside
+// the push webhook with a token of its own.
 func newAlertReceiver(mgr ctrl.Manager, opts Options, log logr.Logger) *lifecycle.AlertReceiver {
 	return &lifecycle.AlertReceiver{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Token: opts.WebhookToken, Namespace: opts.Namespace,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Token: opts.AlertToken, Namespace: opts.Namespace,
 		Recorder: oneLineRecorder{mgr.GetEventRecorder("calaf-operator")}, Log: log.WithName("alerts"), Now: time.Now,
 	}
 }

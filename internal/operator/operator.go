@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -32,19 +33,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
 	"calaf.io/calaf/etsi/helmchart"
-	"calaf.io/calaf/lifecycle"
+	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/orchestration"
 	"calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
-	"calaf.io/calaf/source/webhook"
 	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/worker"
 )
@@ -84,11 +83,26 @@ type Options struct {
 	WebhookAddress string
 	// WebhookListener, when set, is used instead of WebhookAddress (tests).
 	WebhookListener net.Listener
-	// WebhookToken returns the token push notifications must carry; required with a webhook.
+	// WebhookToken returns the tokens push notifications may carry (one per line); with
+	// it the push receiver is served.
 	WebhookToken func() ([]byte, error)
-	// NotifyBackoff is the first wait before a failed notification is sent again (it
-	// doubles up to 5 min; default 1 s).
-	NotifyBackoff time.Duration
+	// AlertToken returns the tokens Alertmanager's posts may carry (one per line), never
+	// the push receiver's; with it the alert receiver is served.
+	AlertToken func() ([]byte, error)
+	// WebhookCertFile and WebhookKeyFile are the TLS certificate and key the receivers
+	// serve (re-read when they change); WebhookInsecureHTTP serves plain HTTP instead.
+	WebhookCertFile, WebhookKeyFile string
+	WebhookInsecureHTTP             bool
+	// NotifyBackoff is the wait before a failed notification is sent again, by failures
+	// in a row (default 1 s doubling up to 5 min).
+	NotifyBackoff outbound.Backoff
+	// OutboundAllow are the networks requests made on a user's behalf (notifications)
+	// may reach besides public addresses, and OutboundDeny more that they may not
+	// (package outbound, docs/security.md).
+	OutboundAllow, OutboundDeny []netip.Prefix
+	// OutboundDiscover refuses those requests the cluster's networks too, read from the
+	// API server every minute: ServiceCIDRs, the nodes' pod ranges and addresses.
+	OutboundDiscover bool
 	// Verify is the signature policy every Service's package passes (SOL004).
 	Verify source.VerifyDefaults
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election. The leader
@@ -132,6 +146,8 @@ func DefaultOptions() Options {
 		RetryPeriod:       5 * time.Second,
 		RestartAfter:      30 * time.Second,
 		Workers:           worker.DefaultOptions(),
+		NotifyBackoff:     outbound.DefaultBackoff(),
+		OutboundDiscover:  true,
 	}
 }
 
@@ -223,6 +239,8 @@ type stages struct {
 	compiler             *tosca.Compiler
 	renderer             *render.Renderer
 	identity             string
+	// outbound sends the requests made on a user's behalf (notifications).
+	outbound *outbound.Client
 }
 
 func newStages(config *rest.Config, opts Options, registry prometheus.Registerer, log logr.Logger) (*stages, error) {
@@ -256,6 +274,7 @@ func newStages(config *rest.Config, opts Options, registry prometheus.Registerer
 		metrics: m, identities: identities, orchestrationMetrics: orchestration.NewMetrics(registry),
 		fetcher: fetcher, compiler: compiler, renderer: renderer,
 		identity: hostname + "_" + string(uuid.NewUUID()),
+		outbound: newOutbound(context.Background(), reader, opts, log.WithName("outbound")),
 	}, nil
 }
 
@@ -297,7 +316,7 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 	if err := reconciler.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := addLifecycle(mgr, opts, triggers, log); err != nil {
+	if err := addLifecycle(mgr, opts, st, triggers, log); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := addWebhook(mgr, opts, triggers, log); err != nil {
@@ -421,39 +440,6 @@ func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Trigg
 	operations := &orchestration.OperationReconciler{Client: mgr.GetClient(), Notify: triggers.Trigger, Recorder: recorder, Gated: true,
 		ServiceElsewhere: serviceElsewhere(mgr.GetAPIReader(), opts)}
 	return orchestrator, operations.SetupWithManager(mgr)
-}
-
-// addWebhook serves the push webhook when one is configured. It runs on the leader only,
-// where the reconciler it triggers runs.
-func addWebhook(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, log logr.Logger) error {
-	if opts.WebhookAddress == "" && opts.WebhookListener == nil {
-		return nil
-	}
-	if opts.WebhookToken == nil {
-		return fmt.Errorf("the webhook needs a token (--webhook-token-file or $CALAF_WEBHOOK_TOKEN)")
-	}
-	if _, err := opts.WebhookToken(); err != nil {
-		return fmt.Errorf("webhook token: %w", err)
-	}
-	receiver := &webhook.Receiver{
-		Token:     opts.WebhookToken,
-		Reader:    mgr.GetClient(),
-		Namespace: opts.Namespace,
-		Trigger:   triggers.Trigger,
-		Log:       log.WithName("webhook"),
-	}
-	mux := http.NewServeMux()
-	mux.Handle(webhook.Path, receiver)
-	mux.Handle(webhook.OCIPath, receiver)
-	mux.Handle(lifecycle.AlertPath, newAlertReceiver(mgr, opts, log))
-	shutdown := 10 * time.Second
-	return mgr.Add(&manager.Server{
-		Name:                "webhook",
-		Server:              &http.Server{Addr: opts.WebhookAddress, Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute},
-		Listener:            opts.WebhookListener,
-		OnlyServeWhenLeader: true,
-		ShutdownTimeout:     &shutdown,
-	})
 }
 
 // trimForCache keeps cached objects small: managed fields are dropped, the hash of Calaf's

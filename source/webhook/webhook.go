@@ -5,6 +5,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,13 +37,27 @@ const (
 // in every payload seen, but a payload is parsed whole).
 const maxBody = 5 << 20
 
-// Receiver is the HTTP handler of push notifications. Every request must carry the token:
+// Tokens are the tokens a token file holds, one per line: while a token is rotated the
+// file holds the old and the new one, and either is taken.
+func Tokens(data []byte) [][]byte {
+	var tokens [][]byte
+	for line := range bytes.Lines(data) {
+		if token := bytes.TrimSpace(line); len(token) > 0 {
+			tokens = append(tokens, token)
+		}
+	}
+	return tokens
+}
+
+// Receiver is the HTTP handler of push notifications. Every request must carry the token
+// (one of them, while it is rotated: see Tokens):
 // "Authorization: Bearer <token>", "?token=<token>", GitLab's "X-Gitlab-Token", or an
 // HMAC-SHA256 of the body keyed with the token ("X-Hub-Signature-256: sha256=<hex>" from
 // GitHub and Gitea, "X-Gitea-Signature: <hex>"). A request without the right token gets
 // 401 and triggers nothing.
 type Receiver struct {
-	// Token returns the current token (read per request, so a mounted Secret can rotate).
+	// Token returns the current tokens (read per request, so a mounted Secret can rotate),
+	// one per line: the push receiver's own, not the Alertmanager receiver's.
 	Token func() ([]byte, error)
 	// Reader lists Services (the manager's cache).
 	Reader client.Reader
@@ -81,7 +97,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "the webhook has no token configured", http.StatusServiceUnavailable)
 		return
 	}
-	if !authorized(req, body, token) {
+	if !slices.ContainsFunc(Tokens(token), func(t []byte) bool { return authorized(req, body, t) }) {
 		r.Log.Info("refused a webhook request without the right token", "remote", req.RemoteAddr)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return

@@ -145,3 +145,19 @@ func TestReceiverRefusesGET(t *testing.T) {
 		t.Fatalf("status %d, triggered %v", w.Code, rec.list())
 	}
 }
+
+// While a token is rotated its file holds the old and the new one, one per line: either
+// is taken, and nothing else.
+func TestTokenRotation(t *testing.T) {
+	receiver, _ := newReceiver(t)
+	receiver.Token = func() ([]byte, error) { return []byte("old-token\n" + token + "\n"), nil }
+	for given, want := range map[string]int{"old-token": http.StatusAccepted, token: http.StatusAccepted, "old-token\n" + token: http.StatusUnauthorized, "other": http.StatusUnauthorized} {
+		w := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, Path+"?url=https://git.example/team/net", nil)
+		req.Header.Set("Authorization", "Bearer "+given)
+		receiver.ServeHTTP(w, req)
+		if w.Code != want {
+			t.Errorf("token %q: %d, want %d", given, w.Code, want)
+		}
+	}
+}

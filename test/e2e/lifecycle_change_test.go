@@ -97,7 +97,8 @@ spec:
 }
 
 // subscriber is the NFVO's notification endpoint: a real HTTP server on the host (where
-// the e2e operator runs) that can go down and come back on the same address.
+// the e2e operator runs, on the address its outbound policy allows) that can go down and
+// come back on the same address.
 type subscriber struct {
 	mu       sync.Mutex
 	addr     string
@@ -106,7 +107,7 @@ type subscriber struct {
 }
 
 func startSubscriber(t *testing.T) *subscriber {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	listener, err := net.Listen("tcp", net.JoinHostPort(subscriberAddress, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func fireAlert(t *testing.T, labels map[string]string) lifecycle.AlertOutcome {
 	data, _ := json.Marshal(payload)
 	req, _ := http.NewRequest(http.MethodPost, suite.webhook+lifecycle.AlertPath, bytes.NewReader(data))
 	req.Header.Set("Authorization", "Bearer "+suite.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := suite.webhookClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/test/e2e/framework"
 )
 
@@ -27,8 +31,11 @@ var suite struct {
 	operatorKubeconfig string
 	operator           *framework.Operator
 	client             client.WithWatch
-	// webhook is the URL of the operator's webhook server (push, alerts); token its token.
-	webhook, token string
+	// webhook is the URL of the operator's webhook server (push, alerts), over TLS;
+	// token the Alertmanager receiver's token, pushToken the push webhook's;
+	// webhookClient trusts its certificate.
+	webhook, token, pushToken string
+	webhookClient             *http.Client
 }
 
 func TestMain(m *testing.M) {
@@ -100,8 +107,10 @@ func runSuite(m *testing.M) int {
 	return code
 }
 
-// webhookFlags gives the operator a webhook server on a free local port with a token
-// (the alert tests post to it).
+// webhookFlags gives the operator a webhook server on a free local port, over TLS with a
+// certificate made for it, the push and the Alertmanager receivers each with its own
+// token (the alert tests post to it); and the outbound policy's allowlist: the tests'
+// subscribers listen on 127.0.0.2, the rest of loopback stays refused.
 func webhookFlags(dir string) ([]string, error) {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -109,10 +118,32 @@ func webhookFlags(dir string) ([]string, error) {
 	}
 	addr := listener.Addr().String()
 	listener.Close()
-	suite.webhook, suite.token = "http://"+addr, "e2e-webhook-token"
-	tokenFile := filepath.Join(dir, "webhook-token")
-	if err := os.WriteFile(tokenFile, []byte(suite.token), 0o600); err != nil {
+	suite.webhook, suite.token, suite.pushToken = "https://"+addr, "e2e-alert-token", "e2e-webhook-token"
+	files := map[string]string{"alert-token": suite.token, "webhook-token": suite.pushToken}
+	certPEM, keyPEM, err := framework.SelfSignedCertificate("127.0.0.1")
+	if err != nil {
 		return nil, err
 	}
-	return []string{"--webhook-bind-address=" + addr, "--webhook-token-file=" + tokenFile}, nil
+	files["tls.crt"], files["tls.key"] = string(certPEM), string(keyPEM)
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	suite.webhookClient = &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	return []string{"--webhook-bind-address=" + addr, "--webhook-token-file=" + filepath.Join(dir, "webhook-token"),
+		"--alert-token-file=" + filepath.Join(dir, "alert-token"),
+		"--webhook-tls-cert-file=" + filepath.Join(dir, "tls.crt"), "--webhook-tls-key-file=" + filepath.Join(dir, "tls.key"),
+		"--outbound-allow=" + subscriberAddress + "/32",
+		"--notification-backoff=" + notifyBackoff.Base.String(), "--notification-backoff-max=" + notifyBackoff.Max.String()}, nil
 }
+
+// notifyBackoff is the operator's schedule of retries of a failed notification: short
+// enough that an endpoint back up is notified within 20 s.
+var notifyBackoff = outbound.Backoff{Base: time.Second, Max: 20 * time.Second}
+
+// subscriberAddress is where the tests' subscribers listen: the one loopback address the
+// operator's outbound policy allows.
+const subscriberAddress = "127.0.0.2"

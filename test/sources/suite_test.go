@@ -119,7 +119,7 @@ func run(m *testing.M) int {
 	opts.MetricsAddress, opts.HealthAddress = "0", "0"
 	opts.PackageCacheDir = filepath.Join(root, "packages")
 	opts.ProgressInterval = time.Second
-	opts.WebhookListener = listener
+	opts.WebhookListener, opts.WebhookInsecureHTTP = listener, true
 	opts.WebhookToken = func() ([]byte, error) { return []byte(webhookToken), nil }
 	mgr, reconciler, err := operator.NewManager(operatorConfig, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	if err != nil {
