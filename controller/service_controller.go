@@ -216,6 +216,9 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		}
 		return ctrl.Result{}, nil
 	}
+	if svc.Spec.InstantiationState == v1alpha1.NotInstantiated {
+		return r.uninstantiate(ctx, svc)
+	}
 	result, applied, retErr = r.reconcile(ctx, svc, &before.Status)
 	return result, retErr
 }

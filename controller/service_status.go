@@ -27,6 +27,9 @@ type passed struct {
 	verification string
 	entry        string // the template compiled
 	applied      bool   // every node applied (or waiting for its dependencies)
+	// notInstantiated: the Service is NOT_INSTANTIATED and nothing of it is left (or,
+	// with a failure, its teardown failed).
+	notInstantiated bool
 }
 
 // nodeOutcome is what one reconcile learned of a node.
@@ -137,6 +140,15 @@ func setConditions(svc *v1alpha1.Service, p passed, failure *phaseError, message
 	}
 	if p.applied {
 		setCondition(svc, v1alpha1.ConditionApplied, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "applied revision "+p.revision)
+		svc.Status.InstantiationState = v1alpha1.Instantiated
+	}
+	if p.notInstantiated {
+		if failure != nil {
+			setFailed(svc, failure, text.Truncate(tearingDown+message, 1024))
+			return
+		}
+		setNotInstantiated(svc)
+		return
 	}
 	if failure != nil {
 		setFailed(svc, failure, message)
@@ -243,9 +255,34 @@ func setSuspended(svc *v1alpha1.Service) {
 	setCondition(svc, v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, "reconciliation is suspended")
 }
 
-// setDeleting says where the deletion of a Service stands.
+// setDeleting says where the deletion of a Service stands — or, for a NOT_INSTANTIATED
+// Service not being deleted, where the teardown of what it ran stands.
 func setDeleting(svc *v1alpha1.Service, message string) {
+	if svc.DeletionTimestamp.IsZero() && svc.Spec.InstantiationState == v1alpha1.NotInstantiated {
+		message = text.Truncate(tearingDown+message, 1024)
+		setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotInstantiated, message)
+		setCondition(svc, v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonNotInstantiated, message)
+		return
+	}
 	setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDeleting, text.Truncate(message, 1024))
+}
+
+// tearingDown begins what a NOT_INSTANTIATED Service says while what it ran goes.
+const tearingDown = "not instantiated: tearing down what ran: "
+
+// setNotInstantiated says that nothing of a NOT_INSTANTIATED Service is left: Ready (its
+// wish is met) for this generation, status.instantiationState NOT_INSTANTIATED, and
+// nothing deployed in its status — no nodes, objects, outputs, VNF or lifecycle, and no
+// condition of the stages that deploy.
+func setNotInstantiated(svc *v1alpha1.Service) {
+	st := &svc.Status
+	st.InstantiationState, st.ObservedGeneration = v1alpha1.NotInstantiated, svc.Generation
+	st.Nodes, st.Inventory, st.Outputs, st.PendingOutputs, st.VNF, st.Warnings, st.Lifecycle = nil, nil, nil, nil, nil, nil, nil
+	for _, stage := range append([]string{v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled}, stages...) {
+		removeCondition(svc, stage)
+	}
+	setCondition(svc, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonNotInstantiated,
+		"not instantiated: nothing is deployed (spec.instantiationState NOT_INSTANTIATED)")
 }
 
 // shortRevision cuts the digests of a revision to 12 hex digits: "main@sha1:2f6c…" (40)

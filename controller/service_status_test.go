@@ -60,6 +60,9 @@ func TestConditions(t *testing.T) {
 		conditions []metav1.Condition // before the reconcile
 		want       map[string]*want   // nil: the condition is absent
 		requeue    string             // "retry", "interval", "progress", or a duration
+		// instantiation is the status.instantiationState wanted (INSTANTIATED when the
+		// reconcile applied, else what it was).
+		instantiation v1alpha1.InstantiationState
 	}{
 		{
 			name:    "source refused: stalled",
@@ -237,6 +240,40 @@ func TestConditions(t *testing.T) {
 			},
 			requeue: "progress",
 		},
+		{
+			name:   "not instantiated, nothing left: Ready for what it wishes, nothing deployed said",
+			passed: passed{notInstantiated: true},
+			nodes:  nodes("db=Ready"),
+			conditions: append(reconcilingSince(time.Minute),
+				metav1.Condition{Type: v1alpha1.ConditionSourceReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded},
+				metav1.Condition{Type: v1alpha1.ConditionCompiled, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded},
+				metav1.Condition{Type: v1alpha1.ConditionApplied, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded},
+				metav1.Condition{Type: v1alpha1.ConditionHealthy, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthCheckFailed},
+				metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonHealthCheckFailed}),
+			want: map[string]*want{
+				v1alpha1.ConditionReady:       {metav1.ConditionTrue, v1alpha1.ReasonNotInstantiated, "not instantiated: nothing is deployed (spec.instantiationState NOT_INSTANTIATED)"},
+				v1alpha1.ConditionReconciling: nil,
+				v1alpha1.ConditionStalled:     nil,
+				v1alpha1.ConditionSourceReady: nil,
+				v1alpha1.ConditionCompiled:    nil,
+				v1alpha1.ConditionApplied:     nil,
+				v1alpha1.ConditionHealthy:     nil,
+			},
+			requeue:       "interval",
+			instantiation: v1alpha1.NotInstantiated,
+		},
+		{
+			name:    "not instantiated, tearing down failed: retried, still what it was",
+			passed:  passed{notInstantiated: true},
+			failure: newPhaseError(v1alpha1.ConditionReady, v1alpha1.ReasonNotInstantiated, retry, errors.New("deleting Deployment web: etcdserver: request timed out")),
+			nodes:   nodes("db=Ready"),
+			want: map[string]*want{
+				v1alpha1.ConditionReady:       {metav1.ConditionFalse, v1alpha1.ReasonNotInstantiated, "not instantiated: tearing down what ran: deleting Deployment web: etcdserver"},
+				v1alpha1.ConditionReconciling: {metav1.ConditionTrue, v1alpha1.ReasonNotInstantiated, "not instantiated: tearing down what ran"},
+				v1alpha1.ConditionStalled:     nil,
+			},
+			requeue: "retry",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,8 +304,49 @@ func TestConditions(t *testing.T) {
 				!ready && (svc.Status.ObservedGeneration != 0 || svc.Status.LastAppliedRevision != "") {
 				t.Errorf("Ready %v, observed generation %d, last applied %q", ready, svc.Status.ObservedGeneration, svc.Status.LastAppliedRevision)
 			}
+			wantState := tc.instantiation
+			if tc.passed.applied {
+				wantState = v1alpha1.Instantiated
+			}
+			if svc.Status.InstantiationState != wantState {
+				t.Errorf("status.instantiationState %q, want %q", svc.Status.InstantiationState, wantState)
+			}
+			if wantState == v1alpha1.NotInstantiated && (svc.Status.Nodes != nil || svc.Status.Inventory != nil) {
+				t.Errorf("a Service not instantiated still says nodes %v, objects %v", svc.Status.Nodes, svc.Status.Inventory)
+			}
 			checkRequeue(t, svc, failure, message, tc.requeue)
 		})
+	}
+}
+
+// The deletion of a Service and the teardown of a NOT_INSTANTIATED one say where they
+// stand, each in its own words.
+func TestTearingDownWording(t *testing.T) {
+	deleted := metav1.NewTime(now)
+	for _, c := range []struct {
+		name        string
+		state       v1alpha1.InstantiationState
+		deleted     bool
+		reason      string
+		message     string
+		reconciling bool
+	}{
+		{"deleted", "", true, v1alpha1.ReasonDeleting, "deleting node web: [Deployment/web]", false},
+		{"not instantiated", v1alpha1.NotInstantiated, false, v1alpha1.ReasonNotInstantiated, "not instantiated: tearing down what ran: deleting node web: [Deployment/web]", true},
+		{"not instantiated, then deleted", v1alpha1.NotInstantiated, true, v1alpha1.ReasonDeleting, "deleting node web: [Deployment/web]", false},
+	} {
+		svc := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: v1alpha1.ServiceSpec{InstantiationState: c.state}}
+		if c.deleted {
+			svc.DeletionTimestamp = &deleted
+		}
+		setDeleting(svc, "deleting node web: [Deployment/web]")
+		ready := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != c.reason || ready.Message != c.message {
+			t.Errorf("%s: Ready %+v, want False %s %q", c.name, ready, c.reason, c.message)
+		}
+		if got := apimeta.IsStatusConditionTrue(svc.Status.Conditions, v1alpha1.ConditionReconciling); got != c.reconciling {
+			t.Errorf("%s: Reconciling %v, want %v", c.name, got, c.reconciling)
+		}
 	}
 }
 

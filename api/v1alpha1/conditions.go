@@ -17,6 +17,10 @@ const (
 // mode, the package names another namespace; nothing of the render was applied.
 const ReasonAccessDenied = "AccessDenied"
 
+// ReasonNotInstantiated: spec.instantiationState is NOT_INSTANTIATED — what ran is being
+// torn down (Ready False), or nothing is deployed (Ready True).
+const ReasonNotInstantiated = "NotInstantiated"
+
 // Condition reasons; docs/operator.md has a row for each (test/docs checks it).
 const (
 	ReasonSucceeded       = "Succeeded"
