@@ -16,5 +16,5 @@ func deadlineEnding(limit time.Duration) Ending {
 }
 
 func cpuEnding(limit time.Duration) Ending {
-	return Ending{Kind: "cpu", Text: fmt.Sprintf("used more than %s of CPU time", limit)}
+	return crash.CPUEnding(limit)
 }

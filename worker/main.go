@@ -50,15 +50,23 @@ func Main(args []string, charts chart.Engine) (code int, isWorker bool) {
 	return Run(args, os.Stdin, os.Stdout, os.Stderr, charts), true
 }
 
-// Run is a worker process: it reads its limits from args (--memory, --stack, in bytes) and
-// its garbage collection target (--gc-percent), serves requests on in and out, and logs on
-// errOut. It returns the exit code. charts renders Helm charts (nil: none).
+// Run is a worker process: it reads its limits from args (--memory, --stack, in bytes;
+// --cpu), what it may read (--read, repeated) and its garbage collection target
+// (--gc-percent), serves requests on in and out, and logs on errOut. It returns the exit
+// code. charts renders Helm charts (nil: none).
 func Run(args []string, in io.Reader, out, errOut io.Writer, charts chart.Engine) int {
 	flags := flag.NewFlagSet(commandName, flag.ContinueOnError)
 	flags.SetOutput(errOut)
-	limits := DefaultLimits()
+	setup := Setup{Limits: DefaultLimits(), Stderr: errOut}
+	limits, confinement := &setup.Limits, &setup.Confinement
 	flags.Int64Var(&limits.Memory, "memory", limits.Memory, "address space the worker may add to what it reserved at start, in bytes")
 	flags.Int64Var(&limits.Stack, "stack", limits.Stack, "maximum stack of one goroutine, in bytes")
+	flags.DurationVar(&limits.CPU, "cpu", limits.CPU, "CPU time of the worker's life")
+	flags.Func("read", "a directory the worker may read (repeated)", func(dir string) error {
+		confinement.Read = append(confinement.Read, dir)
+		return nil
+	})
+	flags.IntVar(&confinement.MaxABI, "landlock-abi", 0, "use at most this Landlock ABI (0: the kernel's; -1: none)")
 	gcPercent := flags.Int("gc-percent", 0, "garbage collection target, as GOGC (0: the runtime's)")
 	if err := flags.Parse(args); err != nil {
 		return 2
@@ -67,7 +75,7 @@ func Run(args []string, in io.Reader, out, errOut io.Writer, charts chart.Engine
 		debug.SetGCPercent(*gcPercent)
 	}
 	log := logr.New(funcr.New(func(prefix, args string) { fmt.Fprintln(errOut, prefix, args) }, funcr.Options{}).GetSink())
-	if err := Serve(in, out, limits, charts, log); err != nil {
+	if err := Serve(in, out, setup, charts, log); err != nil {
 		fmt.Fprintln(errOut, "worker:", err)
 		return 1
 	}

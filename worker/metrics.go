@@ -4,8 +4,9 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics count what the workers of a pool did.
 type Metrics struct {
-	started *prometheus.CounterVec
-	ended   *prometheus.CounterVec
+	started  *prometheus.CounterVec
+	ended    *prometheus.CounterVec
+	landlock prometheus.Gauge
 }
 
 // NewMetrics registers the worker metrics with a registerer.
@@ -19,8 +20,12 @@ func NewMetrics(registerer prometheus.Registerer) *Metrics {
 			Name: "calaf_worker_endings_total",
 			Help: "Worker processes that ended while they worked, by operation and why (memory, stack overflow, deadline, cpu, crash, killed, response).",
 		}, []string{"op", "kind"}),
+		landlock: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "calaf_worker_landlock_abi",
+			Help: "The Landlock ABI the last worker started confined itself with; 0: workers are not confined (no Landlock in the kernel).",
+		}),
 	}
-	registerer.MustRegister(m.started, m.ended)
+	registerer.MustRegister(m.started, m.ended, m.landlock)
 	return m
 }
 
@@ -34,10 +39,11 @@ func (m *Metrics) observe(opts *Options) {
 		}
 	}
 	onStart := opts.OnStart
-	opts.OnStart = func() {
+	opts.OnStart = func(confined Confined) {
 		m.started.WithLabelValues().Inc()
+		m.landlock.Set(float64(confined.Landlock))
 		if onStart != nil {
-			onStart()
+			onStart(confined)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"calaf.io/calaf/tosca"
 )
 
 // Options configure a Pool.
@@ -20,6 +22,8 @@ type Options struct {
 	Size int
 	// Limits are each worker's.
 	Limits Limits
+	// Confinement is what each worker may reach (Confinement.Read: where packages are).
+	Confinement Confinement
 	// GCPercent is each worker's garbage collection target, as GOGC (DefaultGCPercent;
 	// zero keeps Go's 100), passed as --gc-percent.
 	GCPercent int
@@ -45,8 +49,9 @@ type Options struct {
 	OnEnd func(op string, ending Ending)
 	// OnExit, when set, is told what each worker process used, once it has exited.
 	OnExit func(Usage)
-	// OnStart, when set, is told of every worker process started.
-	OnStart func()
+	// OnStart, when set, is told of every worker process started, and what it confined
+	// itself with.
+	OnStart func(Confined)
 }
 
 // Usage is what a worker process used in its life.
@@ -70,10 +75,11 @@ func DefaultOptions() Options {
 		CPUFactor: 1, MaxRequests: 500, MaxResponseBytes: 256 << 20, Log: logr.Discard()}
 }
 
-// Pool runs package work in worker processes: a few, reused, each with a memory limit and
-// deadlines. A worker that crashes, runs out of memory or time ends alone: the request it
-// served fails with an *Error, the next request gets a new worker. Safe for concurrent
-// use.
+// Pool runs package work in worker processes: a few, reused, each with a memory limit,
+// deadlines and a CPU time limit, and confined (Confinement): a worker reads one package in
+// its life, and a request on another package gets another worker. A worker that crashes,
+// runs out of memory or time ends alone: the request it served fails with an *Error, the
+// next request gets a new worker. Safe for concurrent use.
 type Pool struct {
 	opts  Options
 	slots chan struct{}
@@ -121,12 +127,36 @@ func New(opts Options) (*Pool, error) {
 
 // Warm starts a worker ahead of the first request; an error says workers cannot start.
 func (p *Pool) Warm(ctx context.Context) error {
-	pr, err := p.acquire(ctx, "")
+	pr, err := p.acquire(ctx, "", "", 0)
 	if err != nil {
 		return err
 	}
 	p.release(pr, true)
 	return nil
+}
+
+// Probe asks a worker to open path for reading, as code that escaped its sandbox would:
+// it returns what the worker confined itself with, and why it could not open the file
+// ("" when it could).
+func (p *Pool) Probe(ctx context.Context, path string) (Confined, string, error) {
+	return p.probe(ctx, "", path)
+}
+
+// probe asks a worker of the package at root (none: any) to open path for reading.
+func (p *Pool) probe(ctx context.Context, root, path string) (Confined, string, error) {
+	req := &request{Op: opProbe, Probe: path, CPU: time.Second, Package: tosca.Descriptor{Root: root}}
+	pr, err := p.acquire(ctx, "", root, req.CPU)
+	if err != nil {
+		return Confined{}, "", err
+	}
+	pr.root = root
+	resp, err := pr.call(ctx, req, 10*time.Second, p.opts.Limits, p.opts.MaxResponseBytes)
+	if err != nil {
+		p.release(pr, false)
+		return Confined{}, "", err
+	}
+	p.release(pr, root != "") // a worker of no package may read none now
+	return pr.hello.Confined, resp.Failure, nil
 }
 
 // Close stops the idle workers; busy ones stop when their request ends.
@@ -140,9 +170,10 @@ func (p *Pool) Close() {
 	}
 }
 
-// acquire waits for a free slot and returns an idle worker — one that has the Clout of
-// key, when there is one — or a new one.
-func (p *Pool) acquire(ctx context.Context, key string) (*process, error) {
+// acquire waits for a free slot and returns the idle worker that fits a request on the
+// package at root with the Clout of key, that may use need of CPU time, best (process.fits),
+// or a new one, in place of an idle worker that cannot serve it.
+func (p *Pool) acquire(ctx context.Context, key, root string, need time.Duration) (*process, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -154,11 +185,15 @@ func (p *Pool) acquire(ctx context.Context, key string) (*process, error) {
 		<-p.slots
 		return nil, errors.New("the worker pool is closed")
 	}
-	pick := len(p.idle) - 1
+	pick, best := -1, 0
 	for i, pr := range p.idle {
-		if key != "" && pr.hasClout(key) {
-			pick = i
+		if fit := pr.fits(key, root, need, p.opts.Limits.CPU); fit > best {
+			pick, best = i, fit
 		}
+	}
+	var unfit *process
+	if pick < 0 && len(p.idle) > 0 { // the oldest makes room for a new one
+		unfit, p.idle = p.idle[0], p.idle[1:]
 	}
 	if pick >= 0 {
 		pr := p.idle[pick]
@@ -167,6 +202,9 @@ func (p *Pool) acquire(ctx context.Context, key string) (*process, error) {
 		return pr, nil
 	}
 	p.lock.Unlock()
+	if unfit != nil {
+		go unfit.stop()
+	}
 	pr, err := p.startProcess(ctx)
 	if err != nil {
 		<-p.slots
@@ -191,15 +229,16 @@ func (p *Pool) release(pr *process, reuse bool) {
 
 // do runs one request on a worker and turns its answer into an error or a response.
 func (p *Pool) do(ctx context.Context, req *request, deadline time.Duration) (*response, error) {
-	pr, err := p.acquire(ctx, req.cloutKey())
+	req.CPU = time.Duration(float64(deadline) * p.opts.CPUFactor)
+	pr, err := p.acquire(ctx, req.cloutKey(), req.Package.Root, req.CPU)
 	if err != nil {
 		return nil, err
 	}
 	if req.Op != opCompile && pr.hasClout(req.cloutKey()) {
 		req.Clout = nil // the worker decoded it already
 	}
-	cpu := time.Duration(float64(deadline) * p.opts.CPUFactor)
-	resp, err := pr.call(ctx, req, deadline, cpu, p.opts.Limits, p.opts.MaxResponseBytes)
+	pr.root = req.Package.Root
+	resp, err := pr.call(ctx, req, deadline, p.opts.Limits, p.opts.MaxResponseBytes)
 	if err != nil {
 		p.release(pr, false)
 		var end *ended

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -28,6 +29,17 @@ var testCommand []string
 func TestMain(m *testing.M) {
 	if code, isWorker := Main(os.Args, helmchart.Engine{}); isWorker {
 		os.Exit(code)
+	}
+	if mode := os.Getenv(cpuSpinEnv); mode != "" {
+		os.Exit(cpuSpin(mode))
+	}
+	if check := os.Getenv(confineCheckEnv); check != "" {
+		var c confineCase
+		if err := json.Unmarshal([]byte(check), &c); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(confineCheck(c))
 	}
 	command, cleanup, err := raceworker.Command()
 	if err != nil {

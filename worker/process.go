@@ -32,6 +32,28 @@ type process struct {
 	// same operations in the same order, so the pool knows which compile keys it need not
 	// send again.
 	clouts []string
+	// root is the package the worker reads alone, once it was handed one; cpu the CPU
+	// time it has used, as it last said.
+	root string
+	cpu  time.Duration
+}
+
+// fits scores how well the worker suits a request on the package at root (none: a
+// probe) with the Clout of key, that may use need of CPU time in a life of life: 0 it
+// cannot serve it (another package, or too little CPU time left), 1 a worker that was
+// handed no package yet, 2 one of the same package, 3 one that has the Clout too.
+func (pr *process) fits(key, root string, need, life time.Duration) int {
+	switch {
+	case life > 0 && pr.cpu+need > life:
+		return 0
+	case root == "" || pr.root == "":
+		return 1
+	case pr.root != root:
+		return 0
+	case key != "" && pr.hasClout(key):
+		return 3
+	}
+	return 2
 }
 
 // hasClout tells whether the worker holds the Clout of a compile key.
@@ -57,9 +79,16 @@ func (pr *process) usedClout(key string) {
 // startProcess starts a worker and greets it.
 func (p *Pool) startProcess(ctx context.Context) (*process, error) {
 	args := append(append([]string{}, p.opts.Command[1:]...),
-		"--memory", strconv.FormatInt(p.opts.Limits.Memory, 10), "--stack", strconv.FormatInt(p.opts.Limits.Stack, 10))
+		"--memory", strconv.FormatInt(p.opts.Limits.Memory, 10), "--stack", strconv.FormatInt(p.opts.Limits.Stack, 10),
+		"--cpu", p.opts.Limits.CPU.String())
 	if p.opts.GCPercent > 0 {
 		args = append(args, "--gc-percent", strconv.Itoa(p.opts.GCPercent))
+	}
+	for _, dir := range p.opts.Confinement.Read {
+		args = append(args, "--read", dir)
+	}
+	if abi := p.opts.Confinement.MaxABI; abi != 0 {
+		args = append(args, "--landlock-abi", strconv.Itoa(abi))
 	}
 	cmd := exec.Command(p.opts.Command[0], args...)
 	cmd.Env = append([]string{"TMPDIR=" + os.TempDir(), "GOTRACEBACK=single"}, p.opts.Env...)
@@ -78,9 +107,6 @@ func (p *Pool) startProcess(ctx context.Context) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start a worker (%s): %w", p.opts.Command[0], err)
 	}
-	if p.opts.OnStart != nil {
-		p.opts.OnStart()
-	}
 	pr.pipe, pr.stdin, pr.stdout = stdin, bufio.NewWriterSize(stdin, 64<<10), bufio.NewReaderSize(stdout, 64<<10)
 	go func() {
 		_ = cmd.Wait()
@@ -92,6 +118,14 @@ func (p *Pool) startProcess(ctx context.Context) (*process, error) {
 	if err := pr.greet(ctx); err != nil {
 		pr.kill()
 		return nil, fmt.Errorf("%s is not a Calaf worker of this version: no answer to hello (%w)%s", p.opts.Command[0], err, crash.LastLines(pr.stderr.String(), 3))
+	}
+	pr.cpu = pr.hello.CPU
+	if p.opts.OnStart != nil {
+		p.opts.OnStart(pr.hello.Confined)
+	}
+	if confined := pr.hello.Confined; p.opts.Confinement.Required && confined.Landlock == 0 {
+		pr.kill()
+		return nil, fmt.Errorf("workers must be confined, and cannot be: %s", confined.Unconfined)
 	}
 	return pr, nil
 }
@@ -124,10 +158,11 @@ func (pr *process) greet(ctx context.Context) error {
 }
 
 // call sends a request and waits for its response, stopping the worker when it runs past
-// the wall deadline or uses more CPU time than cpu (looked at every 100 ms and when it
-// answers), or when ctx ends. A worker that ends while it works, or answers after using
-// more CPU time than cpu, returns an *ended.
-func (pr *process) call(ctx context.Context, req *request, deadline, cpu time.Duration, limits Limits, maxResponse int64) (*response, error) {
+// the wall deadline or when ctx ends. The kernel stops a worker that uses more CPU time
+// than the request's budget (req.CPU: the worker's RLIMIT_CPU); one that answers having
+// used more (the kernel counts in seconds) has passed it too. A worker that ends while it
+// works, or answers past its budget, returns an *ended.
+func (pr *process) call(ctx context.Context, req *request, deadline time.Duration, limits Limits, maxResponse int64) (*response, error) {
 	type outcome struct {
 		resp *response
 		err  error
@@ -144,36 +179,26 @@ func (pr *process) call(ctx context.Context, req *request, deadline, cpu time.Du
 		}
 		answered <- outcome{&resp, err}
 	}()
-	start, _ := cpuTime(pr.cmd.Process.Pid)
 	timer := time.NewTimer(deadline)
 	defer timer.Stop()
-	ticker := time.NewTicker(100 * time.Millisecond)
-	defer ticker.Stop()
-	for {
-		select {
-		case o := <-answered:
-			if o.err != nil {
-				return nil, pr.failed(o.err, limits)
-			}
-			// The limit holds for a request that ended between two looks too: whether a
-			// package passes does not depend on when the last look fell.
-			if used, ok := cpuTime(pr.cmd.Process.Pid); ok && used-start > cpu {
-				return nil, &ended{cpuEnding(cpu)}
-			}
-			pr.served++
-			return o.resp, nil
-		case <-ctx.Done():
-			pr.kill()
-			return nil, ctx.Err()
-		case <-timer.C:
-			pr.kill()
-			return nil, &ended{deadlineEnding(deadline)}
-		case <-ticker.C:
-			if used, ok := cpuTime(pr.cmd.Process.Pid); ok && used-start > cpu {
-				pr.kill()
-				return nil, &ended{cpuEnding(cpu)}
-			}
+	select {
+	case o := <-answered:
+		if o.err != nil {
+			return nil, pr.failed(o.err, limits)
 		}
+		used := o.resp.CPU - pr.cpu
+		pr.cpu = o.resp.CPU
+		if used > req.CPU {
+			return nil, &ended{cpuEnding(req.CPU)}
+		}
+		pr.served++
+		return o.resp, nil
+	case <-ctx.Done():
+		pr.kill()
+		return nil, ctx.Err()
+	case <-timer.C:
+		pr.kill()
+		return nil, &ended{deadlineEnding(deadline)}
 	}
 }
 
@@ -189,7 +214,11 @@ func (pr *process) failed(err error, limits Limits) error {
 	case <-time.After(5 * time.Second):
 		pr.kill()
 	}
-	return &ended{crash.Diagnose(pr.cmd.ProcessState, pr.stderr.String(), limits.Memory, limits.Stack)}
+	ending := crash.Diagnose(pr.cmd.ProcessState, pr.stderr.String(), limits.Memory, limits.Stack)
+	if ending.Kind == "killed" && limits.CPU > 0 && usageOf(pr.cmd.ProcessState).CPU >= limits.CPU {
+		ending = Ending{Kind: "cpu", Text: fmt.Sprintf("was killed by the kernel at the CPU time of its life (%s)", limits.CPU)}
+	}
+	return &ended{ending}
 }
 
 // kill stops the process and waits until it is gone.

@@ -31,6 +31,8 @@ const (
 	opCompile  = "compile"
 	opRender   = "render"
 	opEvaluate = "evaluate"
+	// opProbe opens a file for reading: the pool checks what its workers can reach.
+	opProbe = "probe"
 )
 
 // hello opens a conversation: both ends must speak the same version over the same wire
@@ -38,13 +40,16 @@ const (
 type hello struct {
 	Version int
 	Layout  string
-	// Pid, VirtualBytes, MemoryLimit and GCPercent are the worker's answer: who it is, the
-	// address space it had reserved when it set its limit, the limit, and its garbage
-	// collection target.
+	// Pid, VirtualBytes, MemoryLimit, GCPercent, Confined and CPU are the worker's answer:
+	// who it is, the address space it had reserved when it set its limit, the limit, its
+	// garbage collection target, what it confined itself with, and the CPU time it used
+	// to start.
 	Pid          int
 	VirtualBytes int64
 	MemoryLimit  int64
 	GCPercent    int
+	Confined     Confined
+	CPU          time.Duration
 }
 
 // request is one piece of package work.
@@ -66,6 +71,10 @@ type request struct {
 	// Timeout and Coerce are an evaluation's.
 	Timeout time.Duration
 	Coerce  bool
+	// CPU is the CPU time the request may use.
+	CPU time.Duration
+	// Probe is the file a probe opens.
+	Probe string
 }
 
 // response is what a worker answers to a request.

@@ -30,31 +30,60 @@ type Limits struct {
 	// Stack bounds one goroutine's stack (debug.SetMaxStack), so that runaway recursion
 	// ends as a stack overflow, named, well before it exhausts Memory. Zero keeps Go's.
 	Stack int64
+	// CPU bounds the CPU time of the worker's whole life (RLIMIT_CPU's hard limit): each
+	// request's budget is its soft limit, raised request after request up to this one; a
+	// worker that used most of it is replaced. Zero sets no limit.
+	CPU time.Duration
 }
 
-// DefaultLimits are 512 MiB of memory and 64 MiB of stack per goroutine.
+// DefaultLimits are 512 MiB of memory, 64 MiB of stack per goroutine and an hour of CPU
+// time in a worker's life.
 func DefaultLimits() Limits {
-	return Limits{Memory: 512 << 20, Stack: 64 << 20}
+	return Limits{Memory: 512 << 20, Stack: 64 << 20, CPU: time.Hour}
 }
 
-// server is the worker's side: the compiler and renderer it runs packages with, and the
-// Clouts it was last sent (a render after the compile of the same package skips decoding).
+// server is the worker's side: the compiler and renderer it runs packages with, the
+// Clouts it was last sent (a render after the compile of the same package skips
+// decoding), its confinement and the package it was narrowed to, and its CPU time limit.
 type server struct {
 	compiler *tosca.Compiler
 	renderer *render.Renderer
 	clouts   *lru.Cache[*cloutpkg.Clout]
 	log      logr.Logger
+	confined Confined
+	// layered: a Landlock layer restricts what the worker reads; root is the package
+	// directory it reads alone, once handed one.
+	layered bool
+	root    string
+	cpu     *CPULimit
 }
 
-// Serve is the worker process: it applies limits to itself, answers the pool's hello,
-// then runs the requests read from in, one at a time, answering each on out, until in is
-// closed. Nothing else is written to out. charts renders the Helm charts of ETSI packages;
-// nil refuses them (chart.ErrNoEngine).
-func Serve(in io.Reader, out io.Writer, limits Limits, charts chart.Engine, log logr.Logger) error {
-	virtual, err := ApplyLimits(limits)
+// Setup is what a worker sets on itself as it starts, before it reads any request.
+type Setup struct {
+	Limits      Limits
+	Confinement Confinement
+	// Stderr receives the worker's last words at its CPU time limit.
+	Stderr io.Writer
+}
+
+// Serve is the worker process: it applies limits to itself and confines itself, answers
+// the pool's hello, then runs the requests read from in, one at a time, answering each on
+// out, until in is closed. Nothing else is written to out. charts renders the Helm charts
+// of ETSI packages; nil refuses them (chart.ErrNoEngine).
+func Serve(in io.Reader, out io.Writer, setup Setup, charts chart.Engine, log logr.Logger) error {
+	virtual, err := ApplyLimits(setup.Limits)
 	if err != nil {
 		return fmt.Errorf("worker limits: %w", err)
 	}
+	cpu, err := LimitCPU(setup.Limits.CPU, setup.Stderr)
+	if err != nil {
+		return err
+	}
+	confined, err := Confine(setup.Confinement)
+	if err != nil {
+		return err
+	}
+	limits := setup.Limits
 	reader, writer := bufio.NewReaderSize(in, 64<<10), bufio.NewWriterSize(out, 64<<10)
 	var greeting hello
 	if err := readFrame(reader, 1<<20, &greeting); err != nil {
@@ -63,11 +92,13 @@ func Serve(in io.Reader, out io.Writer, limits Limits, charts chart.Engine, log 
 	if greeting.Version != protocolVersion || greeting.Layout != layout() {
 		return fmt.Errorf("the pool speaks protocol %d/%s, this worker %d/%s: not the same binary", greeting.Version, greeting.Layout, protocolVersion, layout())
 	}
-	answer := hello{Version: protocolVersion, Layout: layout(), Pid: os.Getpid(), VirtualBytes: virtual, MemoryLimit: limits.Memory, GCPercent: gcPercent()}
+	answer := hello{Version: protocolVersion, Layout: layout(), Pid: os.Getpid(), VirtualBytes: virtual, MemoryLimit: limits.Memory, GCPercent: gcPercent(), Confined: confined}
+	answer.CPU, _ = usage()
 	if err := flushFrame(writer, &answer); err != nil {
 		return err
 	}
-	s := &server{compiler: tosca.NewCompiler(1), renderer: render.NewRenderer(1), clouts: lru.New[*cloutpkg.Clout](4), log: log}
+	s := &server{compiler: tosca.NewCompiler(1), renderer: render.NewRenderer(1), clouts: lru.New[*cloutpkg.Clout](4), log: log, confined: confined, cpu: cpu,
+		layered: len(setup.Confinement.Read) > 0}
 	s.compiler.Log = log.WithName("tosca")
 	s.renderer.Log = log.WithName("render")
 	s.renderer.Charts = charts
@@ -106,19 +137,27 @@ func flushFrame(w *bufio.Writer, v any) error {
 	return w.Flush()
 }
 
-// handle runs one request; its problems become the response's.
+// handle runs one request, within its CPU budget and reading its package alone; its
+// problems become the response's.
 func (s *server) handle(req *request) *response {
 	ctx := context.Background()
 	pkg := req.Package.Package()
 	resp := &response{}
-	var err error
-	switch req.Op {
-	case opCompile:
+	err := s.cpu.Work(req.CPU)
+	if err == nil {
+		err = s.narrow(req.Package.Root)
+	}
+	switch {
+	case err != nil:
+	case req.Op == opProbe:
+		resp.Failure = probe(req.Probe)
+		return resp
+	case req.Op == opCompile:
 		var clout *cloutpkg.Clout
 		if clout, err = s.compiler.CompileClout(ctx, pkg, req.Inputs, req.Compile); err == nil {
 			resp.Clout, err = encodeClout(clout)
 		}
-	case opRender, opEvaluate:
+	case req.Op == opRender, req.Op == opEvaluate:
 		err = s.renderOrEvaluate(ctx, req, pkg, resp)
 	default:
 		err = fmt.Errorf("unknown operation %q", req.Op)
@@ -131,6 +170,43 @@ func (s *server) handle(req *request) *response {
 		resp.Failure = err.Error()
 	}
 	return resp
+}
+
+// narrow confines the worker to read the package at root alone, the first time it is
+// handed a package (a worker serves one package in its life); a worker handed none (a
+// probe) that is not confined yet then reads nothing.
+func (s *server) narrow(root string) error {
+	if s.root != "" && root != "" && root != s.root {
+		return fmt.Errorf("this worker reads the package at %s alone, not %s", s.root, root)
+	}
+	if root == "" && s.layered || root != "" && root == s.root {
+		return nil
+	}
+	if s.confined.Landlock > 0 {
+		var read []string
+		if root != "" {
+			read = []string{root}
+		}
+		if err := restrictReads(s.confined.Landlock, read); err != nil {
+			return err
+		}
+		s.layered = true
+	}
+	if root != "" {
+		s.root = root
+	}
+	return nil
+}
+
+// probe opens path for reading, as code that escaped the sandbox would, and says why it
+// could not: "" when it could.
+func probe(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	f.Close()
+	return ""
 }
 
 // renderOrEvaluate renders, or evaluates, the Clout of the request.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Tail keeps the last bytes a worker wrote on stderr: its log and, when it crashes, the Go
@@ -76,9 +77,32 @@ type Ending struct {
 	Text string
 }
 
+// CPUMarker starts the line a worker writes on stderr as it ends at the CPU time limit of
+// its request (the kernel's SIGXCPU), the limit after it.
+const CPUMarker = "calaf: CPU time limit: "
+
+// CPUEnding is the end of a worker that used more than limit of CPU time.
+func CPUEnding(limit time.Duration) Ending {
+	return Ending{Kind: "cpu", Text: fmt.Sprintf("used more than %s of CPU time", limit)}
+}
+
+// cpuLimit finds the line CPUMarker starts in stderr, and the limit it names.
+func cpuLimit(stderr string) (time.Duration, bool) {
+	for _, line := range strings.Split(stderr, "\n") {
+		if rest, ok := strings.CutPrefix(line, CPUMarker); ok {
+			limit, err := time.ParseDuration(rest)
+			return limit, err == nil
+		}
+	}
+	return 0, false
+}
+
 // Diagnose reads the end of a process from how it ended and its stderr; memory and stack
 // are the limits it ran with (bytes; zero: none).
 func Diagnose(state *os.ProcessState, stderr string, memory, stack int64) Ending {
+	if limit, ok := cpuLimit(stderr); ok {
+		return CPUEnding(limit)
+	}
 	fatal, where := lastWords(stderr)
 	switch {
 	case strings.Contains(fatal, "stack overflow") || strings.Contains(stderr, "goroutine stack exceeds"):
