@@ -318,3 +318,27 @@ func TestCPULimitStopsSpinning(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerEnvironment starts a worker from a process that holds credentials in its
+// environment: the worker gets none of them.
+func TestWorkerEnvironment(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/home/u/.kube/config")
+	t.Setenv("CALAF_WEBHOOK_TOKEN", "t0ken")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	pool := newPool(t, func(o *Options) { o.Size = 1 })
+	if err := pool.Warm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pool.idle[0].hello.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, variable := range strings.Split(strings.TrimRight(string(environ), "\x00"), "\x00") {
+		name, _, _ := strings.Cut(variable, "=")
+		names = append(names, name)
+	}
+	if strings.Join(names, " ") != "TMPDIR GOTRACEBACK" {
+		t.Errorf("a worker's environment: %v", names)
+	}
+}

@@ -18,10 +18,11 @@ import (
 )
 
 // isolation runs the package work of an offline command — compile, render, evaluation —
-// in a worker process with the limits the operator gives its workers (package worker): a
-// package that crashes Puccini, recurses without end or exhausts memory ends the worker,
-// and calaf says why. Started by calaf's front (package front), calaf is that worker
-// itself: it sets the limits on its own process and tells the front each piece of work.
+// in a worker process with the limits and the confinement the operator gives its workers
+// (package worker): a package that crashes Puccini, recurses without end or exhausts
+// memory ends the worker, and calaf says why. Started by calaf's front (package front),
+// calaf is that worker itself: it sets the limits on its own process, confines itself to
+// read the package alone before its first piece of work, and tells the front each one.
 type isolation struct {
 	memory resource.Quantity
 	// inProcess does the work in calaf's own process (a hidden flag, for measuring what
@@ -30,8 +31,11 @@ type isolation struct {
 	pool      *worker.Pool
 	// front is the channel to calaf's front when it started this process; nil otherwise.
 	front *front.Channel
-	// limited: this process has set the worker limits on itself.
-	limited bool
+	// limited: this process has set the worker limits on itself; cpu limits its CPU
+	// time; confined is the package directory it confined itself to.
+	limited  bool
+	cpu      *worker.CPULimit
+	confined string
 }
 
 // statsEnv names a file that receives one JSON line per worker that exited: its peak
@@ -85,9 +89,39 @@ func (i *isolation) isolated() (bool, error) {
 	if _, err := worker.ApplyLimits(limits); err != nil {
 		return false, fmt.Errorf("worker limits: %w", err)
 	}
-	i.limited = true
+	cpu, err := worker.LimitCPU(limits.CPU, os.Stderr)
+	if err != nil {
+		return false, err
+	}
+	i.limited, i.cpu = true, cpu
 	i.front.Limits(limits.Memory, limits.Stack)
 	return true, nil
+}
+
+// work starts a piece of package work in this isolated process: the front is told, its
+// CPU time is limited to the deadline's, and the process confines itself, the first time,
+// to read the package at root alone (Landlock where the kernel has it; a warning says
+// when it has not). A second package is refused.
+func (i *isolation) work(op string, pkg *tosca.Package, deadline time.Duration) error {
+	i.front.Work(op, pkg.Entry, deadline)
+	if err := i.cpu.Work(deadline); err != nil {
+		return err
+	}
+	switch {
+	case i.confined == pkg.Root:
+		return nil
+	case i.confined != "":
+		return fmt.Errorf("this process reads the package at %s alone, not %s", i.confined, pkg.Root)
+	}
+	confined, err := worker.Confine(worker.Confinement{Read: []string{pkg.Root}})
+	if err != nil {
+		return err
+	}
+	if confined.Landlock == 0 {
+		fmt.Fprintf(os.Stderr, "warning: the package is compiled and rendered %s\n", confined)
+	}
+	i.confined = pkg.Root
+	return nil
 }
 
 // compiler returns a compiler whose compiles run in the worker.
@@ -102,7 +136,9 @@ func (i *isolation) compiler() (*tosca.Compiler, error) {
 	if isolated {
 		compiler := tosca.NewCompiler(1)
 		compiler.Run = func(ctx context.Context, pkg *tosca.Package, inputs map[string]any, opts tosca.CompileOptions) (*cloutpkg.Clout, error) {
-			i.front.Work("compile", pkg.Entry, worker.DefaultOptions().CompileTimeout)
+			if err := i.work("compile", pkg, worker.DefaultOptions().CompileTimeout); err != nil {
+				return nil, err
+			}
 			return compiler.CompileClout(ctx, pkg, inputs, opts)
 		}
 		return compiler, nil
@@ -131,7 +167,9 @@ func (i *isolation) renderer() (*render.Renderer, error) {
 		renderer := render.NewRenderer(1)
 		renderer.Charts = chartEngine()
 		renderer.Run = func(ctx context.Context, compiled *tosca.Compiled, opts render.Options) (*render.Result, error) {
-			i.front.Work("render", compiled.Package.Entry, render.Budget(compiled, opts.Timeout)+worker.DefaultOptions().RenderGrace)
+			if err := i.work("render", compiled.Package, render.Budget(compiled, opts.Timeout)+worker.DefaultOptions().RenderGrace); err != nil {
+				return nil, err
+			}
 			return renderer.RenderUncached(ctx, compiled, opts)
 		}
 		return renderer, nil
@@ -150,7 +188,9 @@ func (i *isolation) evaluate(ctx context.Context, compiled *tosca.Compiled, time
 	if isolated, err := i.isolated(); err != nil {
 		return nil, err
 	} else if isolated {
-		i.front.Work("evaluate", compiled.Package.Entry, render.Budget(compiled, timeout)+worker.DefaultOptions().RenderGrace)
+		if err := i.work("evaluate", compiled.Package, render.Budget(compiled, timeout)+worker.DefaultOptions().RenderGrace); err != nil {
+			return nil, err
+		}
 	}
 	if i.inProcess || i.front != nil {
 		return render.Evaluate(ctx, compiled, timeout, coerce)

@@ -72,6 +72,9 @@ func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, e
 	if err != nil {
 		return nil, err
 	}
+	if _, err := f.policy.load(); err != nil {
+		return nil, err
+	}
 	request, err := f.etsi.request()
 	if err != nil {
 		return nil, err

@@ -3,11 +3,16 @@
 package cli
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/policy"
+	"calaf.io/calaf/worker"
 )
 
 // registerIsolationFlags adds the flags of the operator's worker processes, where
@@ -33,6 +38,40 @@ func registerIsolationFlags(cmd *cobra.Command, opts *operator.Options) {
 	cmd.Flags().IntVar(&w.GCPercent, "worker-gc-percent", w.GCPercent, "garbage collection target of each worker process, as GOGC (0 or less: Go's 100)")
 	cmd.Flags().DurationVar(&w.CompileTimeout, "compile-timeout", w.CompileTimeout, "wall deadline of one compile in a worker (a render's is --script-timeout once for every 100 node templates, plus 20s)")
 	cmd.Flags().BoolVar(&opts.InProcess, "in-process", false, "compile and render in the operator's own process, without workers (a package can then crash the operator)")
+	cmd.Flags().Var(confinementFlag{&w.Confinement}, "worker-confinement", "best-effort: workers confine themselves with Landlock where the kernel has it, and the log says when it has not; required: workers that cannot are refused (no compile nor render then)")
+}
+
+// confinementFlag is whether workers must be confined (docs/security.md).
+type confinementFlag struct{ c *worker.Confinement }
+
+func (f confinementFlag) String() string {
+	if f.c.Required {
+		return "required"
+	}
+	return "best-effort"
+}
+
+func (f confinementFlag) Set(s string) error {
+	switch s {
+	case "required", "best-effort":
+		f.c.Required = s == "required"
+		return nil
+	}
+	return fmt.Errorf("%q: best-effort or required", s)
+}
+
+func (f confinementFlag) Type() string { return "mode" }
+
+// credentialFiles are the files of the operator's credentials that its workers must not
+// read, besides its service account's token: its kubeconfig and its receivers' tokens.
+func credentialFiles(kubeconfig string, tokenFiles ...string) []string {
+	var files []string
+	for _, file := range append(append([]string{kubeconfig}, tokenFiles...), filepath.SplitList(os.Getenv("KUBECONFIG"))...) {
+		if file != "" {
+			files = append(files, file)
+		}
+	}
+	return files
 }
 
 // bytesFlag is a byte count written as a resource quantity (e.g. 512Mi).

@@ -52,6 +52,7 @@ func newOperatorCommand() *cobra.Command {
 			operator.SetGCPercent(gcPercent)
 			opts.WebhookToken = tokenSource(webhookTokenFile, "CALAF_WEBHOOK_TOKEN")
 			opts.AlertToken = tokenSource(alertTokenFile, "CALAF_ALERT_TOKEN")
+			opts.Credentials = append(opts.Credentials, credentialFiles(kube.kubeconfig, webhookTokenFile, alertTokenFile)...)
 			if err := checkTenancyFlags(&opts); err != nil {
 				return err
 			}

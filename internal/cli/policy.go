@@ -13,20 +13,36 @@ import (
 // given with --render-policy).
 type renderPolicy struct {
 	file string
+	// loaded is the policy, once read.
+	loaded *policy.Policy
 }
 
 func (p *renderPolicy) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&p.file, "policy", "", "render policy file (kind RenderPolicy) the render must pass, as the operator's --render-policy (default: the built-in policy)")
 }
 
-// check refuses what the policy refuses of a render for a Service in namespace.
-func (p *renderPolicy) check(compiled *tosca.Compiled, namespace string, result *render.Result) error {
+// load reads the policy, once: before the package work, which confines the process to
+// read the package alone.
+func (p *renderPolicy) load() (*policy.Policy, error) {
+	if p.loaded != nil {
+		return p.loaded, nil
+	}
 	rules := &policy.Policy{}
 	if p.file != "" {
 		var err error
 		if rules, err = policy.Load(p.file); err != nil {
-			return usageError{err}
+			return nil, usageError{err}
 		}
+	}
+	p.loaded = rules
+	return rules, nil
+}
+
+// check refuses what the policy refuses of a render for a Service in namespace.
+func (p *renderPolicy) check(compiled *tosca.Compiled, namespace string, result *render.Result) error {
+	rules, err := p.load()
+	if err != nil {
+		return err
 	}
 	entry := compiled.Package.Entry
 	if vnfd := compiled.VNFD(); vnfd != nil {

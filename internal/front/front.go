@@ -135,6 +135,9 @@ type child struct {
 	heard    announcements
 	// stopped says why the front killed the child, if it did.
 	stopped string
+	// tmp is the child's temporary directory (an archive's files), which the child,
+	// confined, cannot remove.
+	tmp string
 }
 
 // isolate runs a package command in binary as a child that sets the worker limits on
@@ -153,6 +156,7 @@ func (f *Front) isolate(binary string, args []string) (int, bool) {
 	stop := forwardSignals(c.cmd)
 	err = c.cmd.Wait()
 	stop()
+	os.RemoveAll(c.tmp)
 	select { // the channel's last lines (a crash comes right after a "work" line)
 	case <-c.listened:
 	case <-time.After(c.cmd.WaitDelay):
@@ -166,22 +170,48 @@ func (f *Front) isolate(binary string, args []string) (int, bool) {
 	return c.exit(err, f.Stderr), false
 }
 
-// start starts the child with its channel and stderr read by the front.
+// childEnv are the variables of the front's environment its isolated child gets: the Go
+// runtime's, the locale's. Nothing else — no KUBECONFIG, no token, no cloud credential —
+// reaches the process that runs a package.
+func childEnv() []string {
+	return []string{"GOGC", "GOMAXPROCS", "GOMEMLIMIT", "GODEBUG", "GOTRACEBACK", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ"}
+}
+
+// environment returns the child's environment: childEnv's variables that are set, its
+// temporary directory and its channel.
+func environment(tmp string) []string {
+	env := []string{"TMPDIR=" + tmp, fmt.Sprintf("%s=%d", channelEnv, channelFD)}
+	for _, name := range childEnv() {
+		if value, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+value)
+		}
+	}
+	return env
+}
+
+// start starts the child with its channel and stderr read by the front, in an
+// environment of its own and a temporary directory the front removes when it ends.
 func (f *Front) start(binary string, args []string) (*child, error) {
+	tmp, err := os.MkdirTemp("", "calaf-offline-")
+	if err != nil {
+		return nil, err
+	}
 	channelR, channelW, err := os.Pipe()
 	if err != nil {
+		os.RemoveAll(tmp)
 		return nil, err
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdin, cmd.Stdout = f.Stdin, f.Stdout
 	cmd.ExtraFiles = []*os.File{channelW}
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", channelEnv, channelFD))
-	c := &child{cmd: cmd, output: newStderrOutput(), listened: make(chan struct{})}
+	cmd.Env = environment(tmp)
+	c := &child{cmd: cmd, output: newStderrOutput(), listened: make(chan struct{}), tmp: tmp}
 	cmd.Stderr = c.output
 	cmd.WaitDelay = 5 * time.Second // a descendant holding stderr does not hold the front
 	if err := cmd.Start(); err != nil {
 		channelR.Close()
 		channelW.Close()
+		os.RemoveAll(tmp)
 		return nil, err
 	}
 	channelW.Close()
@@ -305,7 +335,7 @@ func (o *stderrOutput) line(line string) {
 
 // isReportStart tells whether a line starts the Go runtime's report of a crash.
 func isReportStart(line string) bool {
-	for _, prefix := range []string{"fatal error: ", "panic: ", "runtime: ", "goroutine ", "SIGSEGV", "SIGBUS", "unexpected fault address"} {
+	for _, prefix := range []string{"fatal error: ", "panic: ", "runtime: ", "goroutine ", "SIGSEGV", "SIGBUS", "unexpected fault address", crash.CPUMarker} {
 		if strings.HasPrefix(line, prefix) {
 			return true
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +128,55 @@ func TestChildKilled(t *testing.T) {
 	code, _, errOut := run(dir, "render", "pkg")
 	if code != exitFailed || !strings.HasPrefix(errOut, "error: service.yaml: render of the package was killed (SIGKILL") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("a killed render: %d %q", code, errOut)
+	}
+}
+
+// The isolated child gets no credential of the front's environment — no kubeconfig, no
+// token, no cloud key — only the Go runtime's variables and a temporary directory of its
+// own, which the front removes when the child ends (a confined child cannot).
+func TestChildEnvironment(t *testing.T) {
+	for name, value := range map[string]string{"KUBECONFIG": "/home/u/.kube/config", "CALAF_WEBHOOK_TOKEN": "t0ken",
+		"AWS_SECRET_ACCESS_KEY": "k3y", "KUBERNETES_SERVICE_HOST": "10.96.0.1", "GOGC": "200"} {
+		t.Setenv(name, value)
+	}
+	dir := standIns(t, `env | sort; touch "$TMPDIR/left"`, "")
+	code, out, _ := run(dir, "render", "pkg")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var names []string
+	tmp := ""
+	for _, line := range lines {
+		name, value, _ := strings.Cut(line, "=")
+		switch name {
+		case "TMPDIR":
+			tmp = value
+		case "PWD", "SHLVL", "_": // the shell's own
+			continue
+		}
+		names = append(names, name)
+	}
+	allowed := append(childEnv(), "CALAF_FRONT_FD", "TMPDIR")
+	for _, name := range names {
+		if !slices.Contains(allowed, name) {
+			t.Errorf("the child's environment has %s", name)
+		}
+	}
+	if code != 0 || !slices.Contains(names, "GOGC") {
+		t.Errorf("exit %d, the child's environment has %v, without GOGC", code, names)
+	}
+	if !strings.HasPrefix(tmp, filepath.Join(os.TempDir(), "calaf-offline-")) {
+		t.Errorf("TMPDIR %q", tmp)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("the child's temporary directory is still there: %v", err)
+	}
+}
+
+// A child stopped by the kernel at the CPU time limit of its work says so, and the front
+// words it as the worker pool does.
+func TestChildAtItsCPULimit(t *testing.T) {
+	dir := standIns(t, `echo 'work compile 60000000000 "service.yaml"' >&3; echo "calaf: CPU time limit: 1m0s" >&2; exit 3`, "")
+	code, _, errOut := run(dir, "compile", "pkg")
+	if code != exitFailed || errOut != "error: service.yaml: compile of the package used more than 1m0s of CPU time\n" {
+		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }

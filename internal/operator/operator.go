@@ -114,6 +114,10 @@ type Options struct {
 	// limits (package worker); InProcess runs it in the operator's own process instead.
 	Workers   worker.Options
 	InProcess bool
+	// Credentials are the files of the operator's credentials (its service account's
+	// token, its kubeconfig): a worker is asked to open each at start, and the log says
+	// whether it could.
+	Credentials []string
 	// RenderPolicy is what the cluster admin lets packages render (package policy); nil
 	// is the default policy.
 	RenderPolicy *policy.Policy
@@ -148,6 +152,7 @@ func DefaultOptions() Options {
 		Workers:           worker.DefaultOptions(),
 		NotifyBackoff:     outbound.DefaultBackoff(),
 		OutboundDiscover:  true,
+		Credentials:       []string{ServiceAccountToken},
 	}
 }
 

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"os"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,7 +33,41 @@ func isolate(compiler *tosca.Compiler, renderer *render.Renderer, opts Options, 
 	go func() {
 		if err := pool.Warm(context.Background()); err != nil {
 			log.Error(err, "a worker could not start: compiles and renders will fail until one can")
+			return
 		}
+		checkConfinement(context.Background(), pool, opts.Credentials, log)
 	}()
 	return nil
+}
+
+// ServiceAccountToken is where Kubernetes mounts the token of a pod's service account.
+const ServiceAccountToken = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+// checkConfinement asks a worker to open each of the operator's credential files that
+// exist (as code that escaped a worker's sandbox would) and logs what it could: a worker
+// that is not confined, or that could open one, is an error in the log.
+func checkConfinement(ctx context.Context, pool *worker.Pool, credentials []string, log logr.Logger) {
+	var unreadable []string
+	for _, path := range credentials {
+		if _, err := os.Stat(path); err != nil {
+			continue // not this operator's
+		}
+		confined, why, err := pool.Probe(ctx, path)
+		switch {
+		case err != nil:
+			log.Error(err, "could not check what workers can read", "path", path)
+		case why == "":
+			log.Error(nil, "a worker can read a credential of the operator: package code that escaped a worker's sandbox would too", "path", path, "confinement", confined.String())
+		default:
+			unreadable = append(unreadable, path)
+		}
+	}
+	confined, _, err := pool.Probe(ctx, "/")
+	switch {
+	case err != nil:
+	case confined.Landlock == 0:
+		log.Error(nil, "workers are NOT confined: package code that escaped a worker's sandbox could read what the operator can; Landlock (Linux 5.13 or later) is needed, --worker-confinement=required refuses to run without it", "why", confined.Unconfined)
+	default:
+		log.Info("workers are confined: each reads the package it is handed alone", "landlockABI", confined.Landlock, "unreadable", unreadable)
+	}
 }
