@@ -137,3 +137,7 @@ func AccountKubeconfig(ctx context.Context, cs kubernetes.Interface, adminKubeco
 	path := filepath.Join(dir, account+".kubeconfig")
 	return path, clientcmd.WriteToFile(*config, path)
 }
+
+// ApplyFile creates (or updates) every object of a YAML file of the repository's, as a user
+// would apply it.
+func ApplyFile(ctx context.Context, c client.Client, file string) error { return applyFile(ctx, c, file) }
