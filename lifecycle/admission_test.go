@@ -44,9 +44,9 @@ func TestAdmissionRefusesIllFormedRequests(t *testing.T) {
 		{"pods and nodes", v1alpha1.OperationSpec{Type: v1alpha1.OperationHeal, Heal: &v1alpha1.HealRequest{Pods: []string{"p"}, Nodes: []string{"n"}}},
 			"set pods or nodes, not both"},
 		{"MODIFY of nothing", v1alpha1.OperationSpec{Type: v1alpha1.OperationModify, Modify: &v1alpha1.ModifyRequest{}},
-			"spec.modify.inputs"},
+			"spec.modify in body should have at least 1 properties"},
 		{"a rollback of a HEAL", v1alpha1.OperationSpec{Type: v1alpha1.OperationHeal, Resolution: v1alpha1.ResolutionRollback},
-			"only SCALE, SCALE_TO_LEVEL, CHANGE_PACKAGE, MODIFY and OPERATE occurrences can be rolled back"},
+			"only INSTANTIATE, SCALE, SCALE_TO_LEVEL, CHANGE_FLAVOUR, CHANGE_PACKAGE, MODIFY and OPERATE occurrences can be rolled back"},
 		{"an unknown type", v1alpha1.OperationSpec{Type: "REBOOT"}, `Unsupported value: "REBOOT"`},
 	}
 	for _, c := range cases {

@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -72,10 +73,20 @@ func (n *Notifier) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	// The subscription's own status patches do not trigger it: only a change of its spec
 	// (a new generation), an occurrence's, or the wait of its backoff.
+	// A Service's creation and deletion are notifications too.
+	identifiers := predicate.Funcs{
+		CreateFunc: func(ctrlevent.CreateEvent) bool { return true },
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("notifications").
 		For(&v1alpha1.LifecycleSubscription{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Operation{}, handler.EnqueueRequestsFromMapFunc(n.subscriptionsOf)).
+		Watches(&v1alpha1.Service{}, handler.EnqueueRequestsFromMapFunc(n.subscriptionsOf), builder.WithPredicates(identifiers)).
 		Complete(n)
 }
 
@@ -92,11 +103,50 @@ func (n *Notifier) subscriptionsOf(ctx context.Context, obj client.Object) []rec
 	return requests
 }
 
-// pending is a notification to deliver.
+// pending is a notification to deliver: a transition of an occurrence (op, index), or the
+// creation or deletion (seq) of a Service (svc).
 type pending struct {
 	op    *v1alpha1.Operation
 	index int
+	svc   *v1alpha1.Service
+	seq   int64
+	at    time.Time
 }
+
+// cursor is the name of the cursor the notification moves.
+func (p pending) cursor() string {
+	if p.svc != nil {
+		return serviceCursor(p.svc.Name)
+	}
+	return p.op.Name
+}
+
+// sequence is the notification's sequence number in its cursor.
+func (p pending) sequence() int64 {
+	if p.svc != nil {
+		return p.seq
+	}
+	return Sequence(p.op, p.index)
+}
+
+// notification is what is sent for it to a subscription.
+func (p pending) notification(sub *v1alpha1.LifecycleSubscription) any {
+	if p.svc != nil {
+		return identifierNotificationOf(sub, p.svc, p.seq)
+	}
+	return notificationOf(sub, p.op, p.index)
+}
+
+// id is the notification's id.
+func (p pending) id() string {
+	if p.svc != nil {
+		return identifierNotificationOf(&v1alpha1.LifecycleSubscription{}, p.svc, p.seq).ID
+	}
+	return notificationID(p.op, p.sequence())
+}
+
+// serviceCursor names the cursor of a Service's identifier notifications.
+func serviceCursor(service string) string { return "service/" + service }
 
 // Reconcile delivers the subscription's pending notifications in order, and records what
 // it delivered and what failed. The subscription is read from the API server, not the
@@ -124,7 +174,7 @@ func (n *Notifier) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			result.RequeueAfter = time.Millisecond
 			break
 		}
-		if err := n.deliver(ctx, sub, notificationOf(sub, p.op, p.index)); err != nil {
+		if err := n.deliver(ctx, sub, p.notification(sub)); err != nil {
 			result.RequeueAfter, reason = n.failed(sub, err)
 			break
 		}
@@ -151,14 +201,22 @@ func (n *Notifier) waiting(sub *v1alpha1.LifecycleSubscription) time.Duration {
 	return next.Sub(n.Now())
 }
 
-// pending lists what the subscription has not delivered, in order of the transitions,
-// and moves its cursors past what it does not select (other states, transitions older
-// than the subscription). Cursors are sequence numbers, which go on when an occurrence
-// drops its oldest transitions.
+// pending lists what the subscription has not delivered, in order of time, and moves its
+// cursors past what it does not select (other states or types, what happened before the
+// subscription). Cursors are sequence numbers, which go on when an occurrence drops its
+// oldest transitions.
 func (n *Notifier) pending(ctx context.Context, sub *v1alpha1.LifecycleSubscription) ([]pending, error) {
-	list := &v1alpha1.OperationList{}
-	if err := n.List(ctx, list, client.InNamespace(sub.Namespace)); err != nil {
+	ops := &v1alpha1.OperationList{}
+	if err := n.List(ctx, ops, client.InNamespace(sub.Namespace)); err != nil {
 		return nil, err
+	}
+	services := &v1alpha1.ServiceList{}
+	if err := n.List(ctx, services, client.InNamespace(sub.Namespace)); err != nil {
+		return nil, err
+	}
+	byName := map[string]*v1alpha1.Service{}
+	for i := range services.Items {
+		byName[services.Items[i].Name] = &services.Items[i]
 	}
 	cursors := map[string]int64{}
 	for _, c := range sub.Status.Cursors {
@@ -166,46 +224,104 @@ func (n *Notifier) pending(ctx context.Context, sub *v1alpha1.LifecycleSubscript
 	}
 	var queue []pending
 	var kept []v1alpha1.DeliveryCursor
-	for i := range list.Items {
-		op := &list.Items[i]
-		if op.Labels[v1alpha1.LabelOccurrence] != "" || !selects(sub.Spec.Filter, op) {
-			continue
-		}
-		cursor, waiting := cursors[op.Name], false
-		for k, tr := range op.Status.Transitions {
-			seq := Sequence(op, k)
-			switch {
-			case seq <= cursors[op.Name]:
-			case !skips(sub, tr):
-				queue, waiting = append(queue, pending{op: op, index: k}), true
+	track := func(name string, events []pending, skipped func(pending) bool) {
+		cursor, waiting := cursors[name], false
+		for _, e := range events {
+			switch seq := e.sequence(); {
+			case seq <= cursors[name]:
+			case !skipped(e):
+				queue, waiting = append(queue, e), true
 			case !waiting:
 				cursor = seq
 			}
 		}
-		kept = append(kept, v1alpha1.DeliveryCursor{Operation: op.Name, Delivered: int32(cursor)})
+		kept = append(kept, v1alpha1.DeliveryCursor{Operation: name, Delivered: int32(cursor)})
+	}
+	for i := range ops.Items {
+		op := &ops.Items[i]
+		if op.Labels[v1alpha1.LabelOccurrence] != "" || !wants(sub, v1alpha1.NotificationOccurrence) || !selects(sub.Spec.Filter, op, byName[op.Spec.ServiceName]) {
+			continue
+		}
+		events := make([]pending, len(op.Status.Transitions))
+		for k, tr := range op.Status.Transitions {
+			events[k] = pending{op: op, index: k, at: tr.Time.Time}
+		}
+		track(op.Name, events, func(e pending) bool { return skips(sub, op.Status.Transitions[e.index]) })
+	}
+	for _, svc := range byName {
+		if !wants(sub, v1alpha1.NotificationCreation) && !wants(sub, v1alpha1.NotificationDeletion) || !selectsService(sub.Spec.Filter, svc) {
+			continue
+		}
+		events := []pending{{svc: svc, seq: identifierCreated, at: svc.CreationTimestamp.Time}}
+		if svc.DeletionTimestamp != nil {
+			// After every transition of the Service (a deletion time is in whole seconds).
+			events = append(events, pending{svc: svc, seq: identifierDeleted, at: svc.DeletionTimestamp.Add(time.Second)})
+		}
+		track(serviceCursor(svc.Name), events, func(e pending) bool { return skipsIdentifier(sub, e) })
 	}
 	sort.Slice(kept, func(i, j int) bool { return kept[i].Operation < kept[j].Operation })
 	sub.Status.Cursors = kept
 	sort.SliceStable(queue, func(i, j int) bool {
-		a, b := queue[i].op.Status.Transitions[queue[i].index].Time, queue[j].op.Status.Transitions[queue[j].index].Time
-		if !a.Equal(&b) {
-			return a.Before(&b)
+		a, b := queue[i], queue[j]
+		if !a.at.Equal(b.at) {
+			return a.at.Before(b.at)
 		}
-		if queue[i].op.Name != queue[j].op.Name {
-			return queue[i].op.Name < queue[j].op.Name
+		if a.cursor() != b.cursor() {
+			return a.cursor() < b.cursor()
 		}
-		return queue[i].index < queue[j].index
+		return a.sequence() < b.sequence()
 	})
 	return queue, nil
 }
 
-// selects tells whether a subscription's filter selects an occurrence.
-func selects(f *v1alpha1.SubscriptionFilter, op *v1alpha1.Operation) bool {
+// wants tells whether a subscription asks for a type of notification: those its
+// notificationTypes name; with none, occurrence notifications, and — for a subscription
+// made through the NFV API — every type, as SOL003 says.
+func wants(sub *v1alpha1.LifecycleSubscription, t v1alpha1.NotificationType) bool {
+	if len(sub.Spec.NotificationTypes) == 0 {
+		return t == v1alpha1.NotificationOccurrence || sub.Spec.APIRoot != ""
+	}
+	return slices.Contains(sub.Spec.NotificationTypes, t)
+}
+
+// selects tells whether a subscription's filter selects an occurrence (of svc, nil when
+// gone).
+func selects(f *v1alpha1.SubscriptionFilter, op *v1alpha1.Operation, svc *v1alpha1.Service) bool {
 	if f == nil {
 		return true
 	}
 	return (len(f.ServiceNames) == 0 || slices.Contains(f.ServiceNames, op.Spec.ServiceName)) &&
-		(len(f.OperationTypes) == 0 || slices.Contains(f.OperationTypes, op.Spec.Type))
+		(len(f.OperationTypes) == 0 || slices.Contains(f.OperationTypes, op.Spec.Type)) &&
+		selectsInstance(f, svc)
+}
+
+// selectsService tells whether a subscription's filter selects a Service's identifier
+// notifications (operation types and states do not apply to them).
+func selectsService(f *v1alpha1.SubscriptionFilter, svc *v1alpha1.Service) bool {
+	return f == nil || (len(f.ServiceNames) == 0 || slices.Contains(f.ServiceNames, svc.Name)) && selectsInstance(f, svc)
+}
+
+// selectsInstance applies the filter's VNFD ids and instance names to a Service.
+func selectsInstance(f *v1alpha1.SubscriptionFilter, svc *v1alpha1.Service) bool {
+	if len(f.VnfdIDs) == 0 && len(f.VnfInstanceNames) == 0 {
+		return true
+	}
+	if svc == nil {
+		return false
+	}
+	return (len(f.VnfdIDs) == 0 || slices.Contains(f.VnfdIDs, VnfdIDOf(svc))) &&
+		(len(f.VnfInstanceNames) == 0 || slices.Contains(f.VnfInstanceNames, svc.Annotations[v1alpha1.AnnotationVnfInstanceName]))
+}
+
+// VnfdIDOf is the VNFD id of a Service: the package its source names, else its VNFD's.
+func VnfdIDOf(svc *v1alpha1.Service) string {
+	if ref := svc.Spec.Source.VnfPackage; ref != nil {
+		return ref.VnfdID
+	}
+	if svc.Status.VNF != nil {
+		return svc.Status.VNF.VnfdID
+	}
+	return ""
 }
 
 // skips tells whether a subscription does not want a transition: one of a state its
@@ -217,18 +333,27 @@ func skips(sub *v1alpha1.LifecycleSubscription, tr v1alpha1.StateTransition) boo
 	return tr.Time.Time.Before(sub.CreationTimestamp.Time)
 }
 
-// delivered moves the occurrence's cursor past a delivered notification.
+// skipsIdentifier tells whether a subscription does not want a Service's creation or
+// deletion: a type it does not ask for, or a Service made before it (its deletion is sent).
+func skipsIdentifier(sub *v1alpha1.LifecycleSubscription, e pending) bool {
+	if e.seq == identifierDeleted {
+		return !wants(sub, v1alpha1.NotificationDeletion)
+	}
+	return !wants(sub, v1alpha1.NotificationCreation) || e.svc.CreationTimestamp.Before(&sub.CreationTimestamp)
+}
+
+// delivered moves the cursor past a delivered notification.
 func (n *Notifier) delivered(sub *v1alpha1.LifecycleSubscription, p pending) {
-	seq := Sequence(p.op, p.index)
+	seq := p.sequence()
 	for i := range sub.Status.Cursors {
-		if sub.Status.Cursors[i].Operation == p.op.Name {
+		if sub.Status.Cursors[i].Operation == p.cursor() {
 			sub.Status.Cursors[i].Delivered = int32(seq)
 		}
 	}
 	now := metav1.NewTime(n.Now())
 	sub.Status.Delivered++
 	sub.Status.Failures, sub.Status.LastError, sub.Status.NextAttemptTime = 0, "", nil
-	sub.Status.LastDelivered = notificationID(p.op, seq)
+	sub.Status.LastDelivered = p.id()
 	sub.Status.LastDeliveryTime = &now
 }
 
@@ -295,7 +420,7 @@ func equalStatus(a, b v1alpha1.LifecycleSubscriptionStatus) bool {
 
 // deliver POSTs a notification to the subscription's endpoint through the outbound
 // client, with the subscription's credentials; a 2xx answer delivers it.
-func (n *Notifier) deliver(ctx context.Context, sub *v1alpha1.LifecycleSubscription, notification Notification) error {
+func (n *Notifier) deliver(ctx context.Context, sub *v1alpha1.LifecycleSubscription, notification any) error {
 	body, err := json.Marshal(notification)
 	if err != nil {
 		return err

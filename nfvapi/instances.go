@@ -46,7 +46,7 @@ func (s *Server) createInstance(r *request) (int, any, error) {
 	svc := &v1alpha1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: uuid.NewString(), Namespace: r.caller.Namespace,
 			Labels:      map[string]string{v1alpha1.LabelVnfInstance: "true"},
-			Annotations: map[string]string{}},
+			Annotations: map[string]string{}, Finalizers: []string{v1alpha1.FinalizerVnfIdentifier}},
 		Spec: v1alpha1.ServiceSpec{Source: v1alpha1.Source{VnfPackage: &v1alpha1.VnfPackageSource{VnfdID: req.VnfdID}},
 			InstantiationState: v1alpha1.NotInstantiated},
 	}
@@ -177,13 +177,11 @@ func (r *request) fullView(s *Server, svc *v1alpha1.Service) (VnfInstance, error
 // service reads a Service of the caller's namespace: a 404 names the instance.
 func (r *request) service(id string) (*v1alpha1.Service, error) {
 	svc := &v1alpha1.Service{}
-	if err := r.client.Get(r.Context(), client.ObjectKey{Namespace: r.caller.Namespace, Name: id}, svc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, sol013.Errorf(http.StatusNotFound, "there is no VNF instance %q in namespace %s", id, r.caller.Namespace)
-		}
-		return nil, err
+	err := r.client.Get(r.Context(), client.ObjectKey{Namespace: r.caller.Namespace, Name: id}, svc)
+	if apierrors.IsNotFound(err) || err == nil && !svc.DeletionTimestamp.IsZero() {
+		return nil, sol013.Errorf(http.StatusNotFound, "there is no VNF instance %q in namespace %s", id, r.caller.Namespace)
 	}
-	return svc, nil
+	return svc, err
 }
 
 // etagOf is a strong ETag of a representation.
@@ -213,10 +211,16 @@ func (s *Server) listInstances(r *request) (int, any, error) {
 			return 0, nil, err
 		}
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	items := list.Items[:0]
+	for _, svc := range list.Items {
+		if svc.DeletionTimestamp.IsZero() {
+			items = append(items, svc)
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Name < items[j].Name })
 	base := r.base(s)
-	return q.page(r, s, len(list.Items), func(i int) (string, any) {
-		svc := &list.Items[i]
+	return q.page(r, s, len(items), func(i int) (string, any) {
+		svc := &items[i]
 		return svc.Name, instanceView(base, svc, servicePackage(svc, pkgs), pods[svc.Name])
 	})
 }

@@ -16,13 +16,6 @@ import (
 	"calaf.io/calaf/nfvapi/sol013"
 )
 
-// The label that marks a Secret as credentials made for a subscription's notifications:
-// the operator reads only Secrets so marked for them.
-const (
-	SubscriptionSecretLabel = "calaf.io/use"
-	SubscriptionSecretUse   = "lifecycle-subscription"
-)
-
 // CallbackTester checks a subscription's callback URI before the subscription is made
 // (SOL013: a GET that the endpoint answers 204), with the credentials notifications will
 // carry, through the operator's guarded outbound client.
@@ -238,7 +231,7 @@ func callbackAuth(a *SubscriptionAuthentication) (*CallbackAuth, error) {
 // the use notifications make of it.
 func (r *request) credentialsSecret(sub *v1alpha1.LifecycleSubscription, auth *CallbackAuth) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sub.Spec.SecretRef.Name, Namespace: sub.Namespace,
-		Labels: map[string]string{SubscriptionSecretLabel: SubscriptionSecretUse}}, Type: corev1.SecretTypeOpaque,
+		Labels: map[string]string{v1alpha1.LabelSecretUse: v1alpha1.SecretUseSubscriptions}}, Type: corev1.SecretTypeOpaque,
 		StringData: map[string]string{}}
 	switch auth.Type {
 	case v1alpha1.AuthBasic:

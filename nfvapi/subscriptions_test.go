@@ -3,6 +3,8 @@ package nfvapi_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/nfvapi"
 )
 
@@ -42,7 +45,7 @@ func TestSubscriptionsOverREST(t *testing.T) {
 	}
 	secret := &corev1.Secret{}
 	must(t, env.admin.Get(context.Background(), client.ObjectKey{Namespace: tn.namespace, Name: ls.Spec.SecretRef.Name}, secret))
-	if string(secret.Data["password"]) != "s3cr3t-pw" || secret.Labels[nfvapi.SubscriptionSecretLabel] != nfvapi.SubscriptionSecretUse ||
+	if string(secret.Data["password"]) != "s3cr3t-pw" || secret.Labels[v1alpha1.LabelSecretUse] != v1alpha1.SecretUseSubscriptions ||
 		len(secret.OwnerReferences) != 1 || secret.OwnerReferences[0].UID != ls.UID {
 		t.Errorf("the credentials Secret: %+v", secret.ObjectMeta)
 	}
@@ -63,4 +66,42 @@ func TestSubscriptionsOverREST(t *testing.T) {
 	call(t, &tn, "POST", "/vnflcm/v2/subscriptions", map[string]any{"callbackUri": "https://x", "filter": map[string]any{"operationTypes": []string{"CHANGE_EXT_CONN"}}}).expect(t, http.StatusUnprocessableEntity, "never occurs")
 	call(t, &tn, "POST", "/vnflcm/v2/subscriptions", map[string]any{"callbackUri": "https://x", "filter": map[string]any{"operationStates": []string{"DONE"}}}).expect(t, http.StatusBadRequest, "DONE")
 	call(t, &tn, "POST", "/vnflcm/v2/subscriptions", map[string]any{"callbackUri": "https://x", "authentication": map[string]any{"authType": []string{"TLS_CERT"}}}).expect(t, http.StatusUnprocessableEntity, "TLS_CERT")
+}
+
+// TestCallbackTestedFirst: a subscription is made only once its callback answered the
+// test GET with 204, with the subscription's credentials, at an address the outbound
+// policy allows.
+func TestCallbackTestedFirst(t *testing.T) {
+	tn := newTenant(t, "nfvo-callback", "nfvo", nil)
+	var gets []string
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, _, _ := r.BasicAuth()
+		gets = append(gets, r.Method+" "+r.URL.Path+" "+user)
+		switch r.URL.Path {
+		case "/ok":
+			w.WriteHeader(http.StatusNoContent)
+		case "/redirect":
+			http.Redirect(w, r, "/ok", http.StatusFound)
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	}))
+	defer endpoint.Close()
+	allowing := serverWith(t, nfvapi.Config{Callbacks: nfvapi.OutboundCallbacks{Client: outbound.New(outbound.Options{
+		Policy: outbound.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}})}})
+	refusing := serverWith(t, nfvapi.Config{Callbacks: nfvapi.OutboundCallbacks{Client: outbound.New(outbound.Options{})}})
+
+	basic := map[string]any{"authType": []string{"BASIC"}, "paramsBasic": map[string]any{"userName": "nfvo", "password": "pw"}}
+	callAt(t, allowing, &tn, "POST", "/vnflcm/v2/subscriptions", map[string]any{"callbackUri": endpoint.URL + "/ok", "authentication": basic}).expect(t, http.StatusCreated)
+	callAt(t, allowing, &tn, "POST", "/vnflcm/v2/subscriptions", map[string]any{"callbackUri": endpoint.URL + "/200"}).expect(t, http.StatusBadRequest, "must answer 204", "200 OK")
+	callAt(t, allowing, &tn, "POST", "/vnflcm/v2/subscriptions", map[string]any{"callbackUri": endpoint.URL + "/redirect"}).expect(t, http.StatusBadRequest, "redirect")
+	callAt(t, refusing, &tn, "POST", "/vnflcm/v2/subscriptions", map[string]any{"callbackUri": endpoint.URL + "/ok"}).expect(t, http.StatusBadRequest, "loopback")
+	if len(gets) != 3 || gets[0] != "GET /ok nfvo" {
+		t.Errorf("the endpoint saw %q; want the three tests the policy allowed, the first with the credentials", gets)
+	}
+	list := &v1alpha1.LifecycleSubscriptionList{}
+	must(t, env.admin.List(context.Background(), list, client.InNamespace(tn.namespace)))
+	if len(list.Items) != 1 {
+		t.Errorf("%d subscriptions made; only the tested one should be", len(list.Items))
+	}
 }

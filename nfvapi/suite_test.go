@@ -145,9 +145,30 @@ type answer struct {
 	body   []byte
 }
 
+// serverWith serves another NFV API server with cfg (the suite's clock and bounds), until
+// the test ends.
+func serverWith(t *testing.T, cfg nfvapi.Config) *httptest.Server {
+	t.Helper()
+	httpClient, _ := rest.HTTPClientFor(env.config)
+	mapper, err := apiutil.NewDynamicRESTMapper(env.config, httpClient)
+	must(t, err)
+	cfg.Now, cfg.Rate, cfg.Burst = now, 1000, 2000
+	server, err := nfvapi.New(cfg, env.config, operator.NewScheme(), mapper)
+	must(t, err)
+	s := httptest.NewServer(server)
+	t.Cleanup(s.Close)
+	return s
+}
+
 // call sends a request as a tenant (no token when tn is nil) and checks the answer
 // against the OpenAPI document.
 func call(t *testing.T, tn *tenant, method, path string, body any, headers ...string) answer {
+	t.Helper()
+	return callAt(t, env.server, tn, method, path, body, headers...)
+}
+
+// callAt is call to another server.
+func callAt(t *testing.T, server *httptest.Server, tn *tenant, method, path string, body any, headers ...string) answer {
 	t.Helper()
 	var reader io.Reader
 	switch b := body.(type) {
@@ -160,7 +181,7 @@ func call(t *testing.T, tn *tenant, method, path string, body any, headers ...st
 		data, _ := json.Marshal(b)
 		reader = bytes.NewReader(data)
 	}
-	req, err := http.NewRequest(method, env.server.URL+path, reader)
+	req, err := http.NewRequest(method, server.URL+path, reader)
 	must(t, err)
 	if reader != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -549,7 +549,9 @@ type SubscriptionFilter struct {
 	OperationStates []OperationState `json:"operationStates,omitempty"`
 }
 
-// DeliveryCursor is where delivery stands for an occurrence.
+// DeliveryCursor is where delivery stands for an occurrence, or, named "service/NAME", for
+// the identifier notifications of a Service (1: its creation delivered or passed over, 2:
+// its deletion).
 type DeliveryCursor struct {
 	Operation string `json:"operation"`
 	// Delivered is the sequence number of the last transition delivered or passed over
@@ -581,6 +583,11 @@ const (
 	LabelSecretUse         = "calaf.io/use"
 	SecretUseSubscriptions = "lifecycle-subscriptions"
 )
+
+// FinalizerVnfIdentifier keeps a deleted Service until every subscription of its namespace
+// that asks for VnfIdentifierDeletionNotifications has been sent its deletion (or gave up:
+// an endpoint failing for an hour). The NFV API puts it on the Services it creates.
+const FinalizerVnfIdentifier = "calaf.io/vnf-identifier"
 
 // LifecycleSubscriptionStatus says what was delivered.
 type LifecycleSubscriptionStatus struct {

@@ -26,25 +26,27 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/nfvapi"
 )
 
 // nfvAPIFlags are the settings of calaf nfv-api.
 type nfvAPIFlags struct {
-	kube                kubeFlags
-	listen              string
-	certFile, keyFile   string
-	certSecret          string
-	clientCAFile        string
-	plainHTTP           bool
-	baseURL             string
-	tenantsFile         string
-	audiences           []string
-	insecureNoAuth      bool
-	maxBodyBytes        int64
-	pageSize            int
-	ratePerCaller       float64
-	shutdownGracePeriod time.Duration
+	kube                        kubeFlags
+	listen                      string
+	certFile, keyFile           string
+	certSecret                  string
+	clientCAFile                string
+	plainHTTP                   bool
+	baseURL                     string
+	tenantsFile                 string
+	audiences                   []string
+	insecureNoAuth              bool
+	maxBodyBytes                int64
+	pageSize                    int
+	ratePerCaller               float64
+	shutdownGracePeriod         time.Duration
+	outboundAllow, outboundDeny []string
 }
 
 func newNFVAPICommand() *cobra.Command {
@@ -74,6 +76,8 @@ func newNFVAPICommand() *cobra.Command {
 	fl.IntVar(&f.pageSize, "page-size", 100, "largest page a list answers")
 	fl.Float64Var(&f.ratePerCaller, "rate", 20, "requests per second each caller may make (bursts of twice as many)")
 	fl.DurationVar(&f.shutdownGracePeriod, "shutdown-grace-period", 10*time.Second, "how long requests in progress may take to end on shutdown")
+	fl.StringSliceVar(&f.outboundAllow, "outbound-allow", nil, "networks (CIDRs or addresses) a subscription's callback may be on besides public addresses (the test GET; give the operator the same)")
+	fl.StringSliceVar(&f.outboundDeny, "outbound-deny", nil, "networks a subscription's callback may not be on, besides loopback, link-local, metadata and private ones")
 	return cmd
 }
 
@@ -149,6 +153,20 @@ func (f *nfvAPIFlags) serverConfig() (nfvapi.Config, error) {
 		}
 		cfg.BaseURL = u
 	}
+	allow, err := outbound.ParsePrefixes(f.outboundAllow)
+	if err != nil {
+		return cfg, fmt.Errorf("--outbound-allow: %w", err)
+	}
+	deny, err := outbound.ParsePrefixes(f.outboundDeny)
+	if err != nil {
+		return cfg, fmt.Errorf("--outbound-deny: %w", err)
+	}
+	var networks []outbound.Network
+	for _, p := range deny {
+		networks = append(networks, outbound.Network{Prefix: p, Name: "refused by the admin (--outbound-deny)"})
+	}
+	cfg.Callbacks = nfvapi.OutboundCallbacks{Client: outbound.New(outbound.Options{UserAgent: "calaf-nfv-api",
+		Policy: outbound.Policy{Allow: allow, Deny: networks}})}
 	if f.tenantsFile != "" {
 		data, err := os.ReadFile(f.tenantsFile)
 		if err != nil {

@@ -37,7 +37,11 @@ func addLifecycle(mgr ctrl.Manager, opts Options, st *stages, triggers *controll
 			return err
 		}
 	}
-	return notifier.SetupWithManager(mgr)
+	if err := notifier.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	releaser := &lifecycle.IdentifierReleaser{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	return releaser.SetupWithManager(mgr)
 }
 
 // subscriptionReader is how a subscription's credentials Secret is read: in lockdown mode

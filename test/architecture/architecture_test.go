@@ -164,7 +164,7 @@ var mayImport = map[string][]string{
 	"internal/front":    {"worker/crash"},
 	"internal/operator": {"api/v1alpha1", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "worker", "policy", "internal/outbound"},
 	// nfvapi is a front like the CLI: it acts on the API's resources only, as its callers.
-	"nfvapi":           {"api/v1alpha1", "render", "nfvapi/sol013"},
+	"nfvapi":           {"api/v1alpha1", "render", "nfvapi/sol013", "internal/outbound"},
 	"nfvapi/sol013":    {},
 	"nfvapi/contract":  {"nfvapi"},
 	"cmd/calaf":        {"internal/front"},
