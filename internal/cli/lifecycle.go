@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/lifecycle"
 )
 
 // The lifecycle commands create operation occurrences (Operations) of a Service and follow
@@ -128,7 +129,7 @@ func autoRollback(op *v1alpha1.Operation, svc *v1alpha1.Service) bool {
 //
 // After a decision (seen > 0), the FAILED_TEMP the occurrence was in does not count: only
 // one it enters again after a new transition does.
-func followOccurrence(ctx context.Context, out io.Writer, c client.Client, key client.ObjectKey, seen int, auto bool, timeout time.Duration) error {
+func followOccurrence(ctx context.Context, out io.Writer, c client.Client, key client.ObjectKey, seen int64, auto bool, timeout time.Duration) error {
 	decided := seen
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -140,10 +141,11 @@ func followOccurrence(ctx context.Context, out io.Writer, c client.Client, key c
 		if err := c.Get(ctx, key, op); err != nil {
 			return err
 		}
-		for ; seen < len(op.Status.Transitions); seen++ {
-			tr := op.Status.Transitions[seen]
-			fmt.Fprintf(out, "%s %s: %s\n", tr.Time.Format("15:04:05"), tr.State, tr.Message)
-			progress = ""
+		for k, tr := range op.Status.Transitions {
+			if seq := lifecycle.Sequence(op, k); seq > seen {
+				fmt.Fprintf(out, "%s %s: %s\n", tr.Time.Format("15:04:05"), tr.State, tr.Message)
+				seen, progress = seq, ""
+			}
 		}
 		state := op.Status.OperationState
 		if !state.Final() && state != v1alpha1.StateFailedTemp && op.Status.Message != progress && op.Status.Message != lastMessage(op) {
@@ -155,7 +157,7 @@ func followOccurrence(ctx context.Context, out io.Writer, c client.Client, key c
 			return nil
 		case state.Final():
 			return fmt.Errorf("%w: %s %s: %s", errOccurrenceFailed, op.Name, state, op.Status.Message)
-		case state == v1alpha1.StateFailedTemp && !auto && len(op.Status.Transitions) > decided:
+		case state == v1alpha1.StateFailedTemp && !auto && lastSequence(op) > decided:
 			return fmt.Errorf("%w: %s is FAILED_TEMP: %s; decide with calaf retry|rollback|fail %s", errOccurrenceFailed, op.Name, op.Status.Message, op.Name)
 		}
 		select {
@@ -164,6 +166,15 @@ func followOccurrence(ctx context.Context, out io.Writer, c client.Client, key c
 		case <-ticker.C:
 		}
 	}
+}
+
+// lastSequence is the sequence number of the occurrence's last transition (0: none), which
+// goes on when the oldest are dropped.
+func lastSequence(op *v1alpha1.Operation) int64 {
+	if n := len(op.Status.Transitions); n > 0 {
+		return lifecycle.Sequence(op, n-1)
+	}
+	return 0
 }
 
 // lastMessage is the message of the occurrence's last transition.
@@ -214,7 +225,7 @@ func newDecisionCommand(use, short string, decide func(op *v1alpha1.Operation)) 
 
 // decideOn records a decision on an occurrence in FAILED_TEMP (retrying on conflicts) and
 // returns it with the number of transitions it had.
-func decideOn(ctx context.Context, c client.Client, key client.ObjectKey, decide func(op *v1alpha1.Operation)) (*v1alpha1.Operation, int, error) {
+func decideOn(ctx context.Context, c client.Client, key client.ObjectKey, decide func(op *v1alpha1.Operation)) (*v1alpha1.Operation, int64, error) {
 	for {
 		op := &v1alpha1.Operation{}
 		if err := c.Get(ctx, key, op); err != nil {
@@ -223,7 +234,7 @@ func decideOn(ctx context.Context, c client.Client, key client.ObjectKey, decide
 		if op.Status.OperationState != v1alpha1.StateFailedTemp {
 			return nil, 0, fmt.Errorf("%s is %s: retry, rollback and fail apply only to an occurrence in FAILED_TEMP", op.Name, orUnknown(string(op.Status.OperationState)))
 		}
-		seen := len(op.Status.Transitions)
+		seen := lastSequence(op)
 		decide(op)
 		err := c.Update(ctx, op)
 		if err == nil {

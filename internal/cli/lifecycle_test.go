@@ -56,7 +56,7 @@ func TestFollowOccurrence(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		op     *v1alpha1.Operation
-		seen   int
+		seen   int64
 		auto   bool
 		failed bool
 		out    string
@@ -80,10 +80,22 @@ func TestFollowOccurrence(t *testing.T) {
 			t.Errorf("%s: printed %q, want %q", c.name, out.String(), c.out)
 		}
 	}
+	// An occurrence that dropped its oldest transitions: what comes after the last seen
+	// (by sequence number) is printed, whatever its place in the list.
+	trimmed := occurrence(v1alpha1.StateFailedTemp, v1alpha1.StateProcessing, v1alpha1.StateCompleted)
+	for i := range trimmed.Status.Transitions {
+		trimmed.Status.Transitions[i].Sequence = int64(70 + i)
+	}
+	fc := fake.NewClientBuilder().WithScheme(operator.NewScheme()).WithObjects(trimmed).WithStatusSubresource(trimmed).Build()
+	var printed bytes.Buffer
+	if err := followOccurrence(context.Background(), &printed, fc, client.ObjectKeyFromObject(trimmed), 70, false, 5*time.Second); err != nil ||
+		printed.String() != "15:04:05 PROCESSING: processing\n15:04:05 COMPLETED: completed\n" {
+		t.Errorf("past the transitions kept: %v, printed %q", err, printed.String())
+	}
 	// A decision the operator has not picked up yet: the FAILED_TEMP it was made on is not
 	// the end; --wait goes on (here until its timeout).
 	op := occurrence(v1alpha1.StateStarting, v1alpha1.StateProcessing, v1alpha1.StateFailedTemp)
-	fc := fake.NewClientBuilder().WithScheme(operator.NewScheme()).WithObjects(op).WithStatusSubresource(op).Build()
+	fc = fake.NewClientBuilder().WithScheme(operator.NewScheme()).WithObjects(op).WithStatusSubresource(op).Build()
 	err := followOccurrence(context.Background(), io.Discard, fc, client.ObjectKeyFromObject(op), 3, false, time.Second)
 	if err == nil || errors.Is(err, errOccurrenceFailed) || !strings.Contains(err.Error(), "timeout") {
 		t.Errorf("a decision not picked up yet: %v, want a timeout", err)

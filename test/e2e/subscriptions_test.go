@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -101,7 +102,8 @@ func subscriptionReady(g Gomega, sub *v1alpha1.LifecycleSubscription) (metav1.Co
 func notifyOnce(t *testing.T, ns string) {
 	t.Helper()
 	op := &v1alpha1.Operation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "modify-"},
-		Spec: v1alpha1.OperationSpec{ServiceName: "absent", Type: v1alpha1.OperationModify, Modify: &v1alpha1.ModifyRequest{}}}
+		Spec: v1alpha1.OperationSpec{ServiceName: "absent", Type: v1alpha1.OperationModify,
+			Modify: &v1alpha1.ModifyRequest{Inputs: map[string]apiextensionsv1.JSON{"greeting": {Raw: []byte(`"hello"`)}}}}}
 	NewWithT(t).Expect(suite.client.Create(context.Background(), op)).To(Succeed())
 }
 
