@@ -422,12 +422,14 @@ type compiledFacts struct {
 	// of a VNF package.
 	policyEntry                   string
 	templateName, templateVersion string
+	// flavours are the deployment flavours of a VNF package.
+	flavours []string
 }
 
 func factsOf(compiled *tosca.Compiled) compiledFacts {
 	facts := compiledFacts{policyEntry: compiled.Package.Entry}
 	if vnfd := compiled.VNFD(); vnfd != nil {
-		facts.policyEntry = vnfd.FlavourFile
+		facts.policyEntry, facts.flavours = vnfd.FlavourFile, vnfd.Flavours
 	}
 	facts.templateName, facts.templateVersion = templateMetadata(compiled)
 	return facts

@@ -51,7 +51,7 @@ func (r *ServiceReconciler) reconcileVNFStatus(_ context.Context, s *scope) erro
 		svc.Status.VNF = nil
 		return nil
 	}
-	status := &v1alpha1.VNFStatus{FlavourID: vnf.Flavour, InstantiationLevelID: vnf.Level}
+	status := &v1alpha1.VNFStatus{FlavourID: vnf.Flavour, InstantiationLevelID: vnf.Level, Flavours: s.facts.flavours}
 	for _, vdu := range vnf.VDUs {
 		ready, _ := s.Attributes[vdu.Node]["ready_replicas"].(int64)
 		if f, ok := s.Attributes[vdu.Node]["ready_replicas"].(float64); ok {

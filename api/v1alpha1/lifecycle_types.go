@@ -303,7 +303,8 @@ type OperationStep struct {
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
 	// Pods the step acted on ("name/uid"): the pods a heal recreates, the stuck pods a retry
-	// restarted.
+	// restarted; for the step that records the pods an occurrence started with,
+	// "name/uid/node" (what status.affectedPods is computed from).
 	// +optional
 	Pods []string `json:"pods,omitempty"`
 	// +optional
@@ -354,6 +355,11 @@ type ServiceSnapshot struct {
 	// the occurrence owns); a rollback puts it back, so nothing is compiled again.
 	// +optional
 	StateSecret string `json:"stateSecret,omitempty"`
+	// Annotations are what SOL003 says of the instance that a MODIFY changes and a
+	// rollback puts back: its name, description and metadata (calaf.io/vnf-instance-name,
+	// calaf.io/vnf-instance-description, calaf.io/vnf-metadata), those the Service had.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // LifecycleStatus is what lifecycle operations need to know of a Service's package: its
@@ -455,7 +461,14 @@ const (
 	// OccurrenceRefused: the request cannot be carried out (an unknown aspect, a level
 	// past the maximum, a pod the Service does not own); the occurrence ends FAILED.
 	OccurrenceRefused = "Refused"
+	// OccurrenceCancelled: spec.cancel stopped the occurrence — ROLLED_BACK before it
+	// started, FAILED_TEMP once it had.
+	OccurrenceCancelled = "Cancelled"
 )
+
+// ConditionCancelled is True on an occurrence once its cancel was carried out (a cancel
+// is carried out once: a retry after it runs to its end).
+const ConditionCancelled = "Cancelled"
 
 // LifecycleSubscriptionSpec says where to send the notifications of which occurrences.
 type LifecycleSubscriptionSpec struct {

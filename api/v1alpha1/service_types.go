@@ -534,6 +534,10 @@ type ServiceStatus struct {
 type VNFStatus struct {
 	// FlavourID is the deployment flavour deployed.
 	FlavourID string `json:"flavourId"`
+	// Flavours are every deployment flavour of the package (what a CHANGE_FLAVOUR may
+	// move to).
+	// +optional
+	Flavours []string `json:"flavours,omitempty"`
 	// VnfdID, VnfProvider, VnfProductName, VnfSoftwareVersion and VnfdVersion are the VNF
 	// node's descriptor_id, provider, product_name, software_version and
 	// descriptor_version (SOL003 names).
