@@ -157,6 +157,10 @@ func (rn *run) createHook(ctx context.Context, name, node, operation string) (*v
 func hookInputs(op *v1alpha1.Operation) map[string]apiextensionsv1.JSON {
 	var request any
 	switch op.Spec.Type {
+	case v1alpha1.OperationInstantiate:
+		request = op.Spec.Instantiate
+	case v1alpha1.OperationChangeFlavour:
+		request = op.Spec.ChangeFlavour
 	case v1alpha1.OperationScale:
 		request = op.Spec.Scale
 	case v1alpha1.OperationScaleToLevel:

@@ -25,6 +25,8 @@ type run struct {
 	events []event
 	// after asks for a look again after it (0: soon).
 	after time.Duration
+	// stopped: runSteps stopped before the next step for a GRACEFUL cancel.
+	stopped bool
 }
 
 // refusal is a request that cannot be carried out: the occurrence ends FAILED (Refused).
@@ -64,7 +66,7 @@ func (r *Reconciler) advance(ctx context.Context, svc *v1alpha1.Service, op *v1a
 	case v1alpha1.StateRollingBack:
 		err = rn.proceed(ctx, true)
 	case v1alpha1.StateFailedTemp:
-		err = rn.decide()
+		err = rn.decide(ctx)
 	default:
 		return ctrl.Result{}, nil
 	}
@@ -93,8 +95,12 @@ func (r *Reconciler) save(ctx context.Context, before *v1alpha1.Operation, rn *r
 	return ctrl.Result{RequeueAfter: min(rn.after, 100*time.Millisecond)}, nil
 }
 
-// enter moves the occurrence to a state and keeps the Event for after the write.
+// enter moves the occurrence to a state and keeps the Event for after the write; a cancel
+// not carried out yet is, or is moot, once the occurrence stops.
 func (rn *run) enter(to v1alpha1.OperationState, reason, message string) error {
+	if cancelPending(rn.op) && (to == v1alpha1.StateFailedTemp || to.Final()) {
+		markCancelled(rn.op, to, reason)
+	}
 	e, err := enter(rn.op, to, reason, message, rn.r.now())
 	if err != nil {
 		return err
@@ -105,10 +111,11 @@ func (rn *run) enter(to v1alpha1.OperationState, reason, message string) error {
 }
 
 // adopt ties a new occurrence to its Service: an owner reference (it goes with the
-// Service; a TERMINATE outlives it) and the Service's label.
+// Service; a TERMINATE that deletes it outlives it) and the Service's label.
 func (rn *run) adopt(ctx context.Context) error {
 	op, svc := rn.op, rn.svc
-	if svc == nil || op.Labels[v1alpha1.LabelService] == svc.Name && (op.Spec.Type == v1alpha1.OperationTerminate || ownedBy(op, svc)) {
+	outlives := op.Spec.Type == v1alpha1.OperationTerminate && !keepsInstance(op)
+	if svc == nil || op.Labels[v1alpha1.LabelService] == svc.Name && (outlives || ownedBy(op, svc)) {
 		return nil
 	}
 	patch := client.MergeFrom(op.DeepCopy())
@@ -116,7 +123,7 @@ func (rn *run) adopt(ctx context.Context) error {
 		op.Labels = map[string]string{}
 	}
 	op.Labels[v1alpha1.LabelService] = svc.Name
-	if op.Spec.Type != v1alpha1.OperationTerminate {
+	if !outlives {
 		if err := controllerutil.SetOwnerReference(svc, op, rn.r.Scheme()); err != nil {
 			return err
 		}
@@ -147,8 +154,12 @@ func (rn *run) accept() error {
 }
 
 // start checks the request against the Service and starts it (PROCESSING), or refuses it
-// (FAILED); a Service not rendered yet is waited for.
+// (FAILED); a Service not rendered yet is waited for. One asked to cancel ends
+// ROLLED_BACK.
 func (rn *run) start(ctx context.Context) error {
+	if rn.op.Spec.Cancel != "" {
+		return rn.cancelBeforeStart()
+	}
 	if rn.svc == nil || !rn.svc.DeletionTimestamp.IsZero() && rn.op.Spec.Type != v1alpha1.OperationTerminate {
 		return rn.enter(v1alpha1.StateFailed, v1alpha1.OccurrenceRefused, fmt.Sprintf("refused: Service %s is gone or being deleted", rn.op.Spec.ServiceName))
 	}
@@ -169,14 +180,25 @@ func (rn *run) start(ctx context.Context) error {
 }
 
 // proceed runs the next step of the occurrence (rollback: of its rollback); once all ran
-// it is COMPLETED (ROLLED_BACK), when one fails FAILED_TEMP.
+// it is COMPLETED (ROLLED_BACK), when one fails FAILED_TEMP, and cancelled FAILED_TEMP
+// too. When it stops, the pods it affected are reported.
 func (rn *run) proceed(ctx context.Context, rollback bool) error {
-	finished, failure := rn.runSteps(ctx, plan(rn.op.Spec.Type, rollback), rollback)
+	if cancelPending(rn.op) && rn.op.Spec.Cancel == v1alpha1.CancelForceful {
+		return rn.cancelRunning(ctx, rollback)
+	}
+	finished, failure := rn.runSteps(ctx, plan(rn.op, rollback), rollback)
+	if rn.stopped {
+		return rn.cancelRunning(ctx, rollback)
+	}
+	if !finished && failure == nil {
+		return nil
+	}
+	if err := rn.reportAffected(ctx); err != nil {
+		return err
+	}
 	switch {
 	case failure != nil:
 		return rn.enter(v1alpha1.StateFailedTemp, "", failure.Error())
-	case !finished:
-		return nil
 	case rollback:
 		return rn.enter(v1alpha1.StateRolledBack, "", fmt.Sprintf("rolled back: Service %s runs what it ran before %s", rn.op.Spec.ServiceName, rn.op.Name))
 	}
@@ -185,7 +207,10 @@ func (rn *run) proceed(ctx context.Context, rollback bool) error {
 
 // completedMessage says what a completed occurrence did.
 func completedMessage(rn *run) string {
-	if rn.op.Spec.Type == v1alpha1.OperationTerminate {
+	switch {
+	case keepsInstance(rn.op):
+		return fmt.Sprintf("Service %s terminated: it is NOT_INSTANTIATED", rn.op.Spec.ServiceName)
+	case rn.op.Spec.Type == v1alpha1.OperationTerminate:
 		return fmt.Sprintf("Service %s terminated", rn.op.Spec.ServiceName)
 	}
 	return fmt.Sprintf("%s of Service %s completed", rn.op.Spec.Type, rn.op.Spec.ServiceName)
@@ -193,8 +218,8 @@ func completedMessage(rn *run) string {
 
 // decide carries out the decision on an occurrence in FAILED_TEMP: a retry (spec.retries
 // raised) runs the failed part again, Rollback restores, Fail gives up; with rollback
-// Auto a change that failed rolls back at once.
-func (rn *run) decide() error {
+// Auto a change that failed (not one cancelled) rolls back at once.
+func (rn *run) decide(ctx context.Context) error {
 	op := rn.op
 	failedIn := previousState(op)
 	switch {
@@ -208,8 +233,11 @@ func (rn *run) decide() error {
 	case op.Spec.Resolution == v1alpha1.ResolutionRollback:
 		return rn.enter(v1alpha1.StateRollingBack, "", "rolling back, as asked")
 	case op.Spec.Resolution == v1alpha1.ResolutionFail:
+		if err := rn.reportAffected(ctx); err != nil {
+			return err
+		}
 		return rn.enter(v1alpha1.StateFailed, "", "failed, as asked: "+lastFailure(op))
-	case failedIn == v1alpha1.StateProcessing && rollsBack(op) && autoRollback(op, rn.svc):
+	case failedIn == v1alpha1.StateProcessing && rollsBack(op) && autoRollback(op, rn.svc) && !cancelledNow(op):
 		return rn.enter(v1alpha1.StateRollingBack, "", "rolling back by itself (rollback: Auto): "+lastFailure(op))
 	}
 	rn.after = time.Minute
@@ -237,7 +265,8 @@ func lastFailure(op *v1alpha1.Operation) string {
 // rollsBack tells whether an occurrence's type can be rolled back.
 func rollsBack(op *v1alpha1.Operation) bool {
 	switch op.Spec.Type {
-	case v1alpha1.OperationScale, v1alpha1.OperationScaleToLevel, v1alpha1.OperationChangePackage, v1alpha1.OperationModify, v1alpha1.OperationOperate:
+	case v1alpha1.OperationInstantiate, v1alpha1.OperationScale, v1alpha1.OperationScaleToLevel, v1alpha1.OperationChangeFlavour,
+		v1alpha1.OperationChangePackage, v1alpha1.OperationModify, v1alpha1.OperationOperate:
 		return true
 	}
 	return false

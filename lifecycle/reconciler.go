@@ -184,9 +184,10 @@ func started(state v1alpha1.OperationState) bool {
 	return false
 }
 
-// queue accepts a new occurrence (STARTING) and says which occurrence it waits for.
+// queue accepts a new occurrence (STARTING), ends one asked to cancel (ROLLED_BACK: it
+// need not wait for its turn to do nothing), and says which occurrence it waits for.
 func (r *Reconciler) queue(ctx context.Context, svc *v1alpha1.Service, op, active *v1alpha1.Operation) error {
-	if op.Status.OperationState == "" {
+	if op.Status.OperationState == "" || op.Status.OperationState == v1alpha1.StateStarting && op.Spec.Cancel != "" {
 		current := &v1alpha1.Operation{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(op), current); err != nil {
 			return client.IgnoreNotFound(err)

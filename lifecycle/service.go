@@ -23,8 +23,9 @@ const previousSuffix = ".calaf-previous"
 
 // snapshotStep records what the Service runs before the occurrence changes it: its
 // source, inputs, instantiate request, scale levels and stop, the revision, and — for a
-// change of package or inputs — a copy of its compiled package, which a rollback puts
-// back so that nothing is compiled again.
+// change of package, flavour or inputs — a copy of its compiled package, which a rollback
+// puts back so that nothing is compiled again; for a MODIFY, what SOL003 says of the
+// instance (its annotations).
 var snapshotStep = step{name: "record what the Service runs", run: func(ctx context.Context, rn *run, _ *v1alpha1.OperationStep) result {
 	if prev := rn.op.Status.Previous; prev != nil {
 		return doneWith("revision %s recorded", prev.Revision)
@@ -35,12 +36,16 @@ var snapshotStep = step{name: "record what the Service runs", run: func(ctx cont
 		Source: spec.Source, Inputs: spec.Inputs, InputsFrom: spec.InputsFrom, Instantiate: spec.Instantiate, Scale: spec.Scale,
 		Stopped: spec.Stopped, Revision: svc.Status.LastAppliedRevision, Generation: svc.Generation, Levels: currentLevels(svc),
 	}
-	if t := rn.op.Spec.Type; t == v1alpha1.OperationChangePackage || t == v1alpha1.OperationModify {
+	switch rn.op.Spec.Type {
+	case v1alpha1.OperationChangePackage, v1alpha1.OperationModify, v1alpha1.OperationChangeFlavour:
 		name, err := rn.copyState(ctx)
 		if err != nil {
 			return failed("keeping the compiled package of revision %s: %v", snap.Revision, err)
 		}
 		snap.StateSecret = name
+	}
+	if rn.op.Spec.Type == v1alpha1.OperationModify {
+		snap.Annotations = instanceAnnotations(svc)
 	}
 	rn.op.Status.Previous = snap
 	return doneWith("revision %s recorded", snap.Revision)
@@ -149,9 +154,9 @@ func (rn *run) restoreState(ctx context.Context, name string) error {
 	return rn.r.Update(ctx, state)
 }
 
-// changeStep changes the Service's spec with apply, once, then waits until the Service is
+// changeStep changes the Service with apply, once, then waits until the Service is
 // healthy at the generation the change made.
-func changeStep(apply func(*run, *v1alpha1.ServiceSpec) error) step {
+func changeStep(apply func(*run, *v1alpha1.Service) error) step {
 	return step{name: "change the Service", run: func(ctx context.Context, rn *run, rec *v1alpha1.OperationStep) result {
 		if rn.svc == nil {
 			return failed("Service %s is gone", rn.op.Spec.ServiceName)
@@ -244,21 +249,21 @@ var restoreStep = step{name: "restore what the Service ran", run: func(ctx conte
 	return rn.waitHealthy(rec)
 }}
 
-// patchSpec changes the Service's spec with apply and asks for a reconcile with token (one
-// write, with optimistic locking: a Service changed meanwhile is a conflict), and returns
-// the generation it has then. The token tells the reconcile that judged the Service after
-// the change — a retry changes nothing, and the conditions from before it must not count.
-func (rn *run) patchSpec(ctx context.Context, apply func(*run, *v1alpha1.ServiceSpec) error, token string) (int64, error) {
+// patchSpec changes the Service's spec (and annotations) with apply and asks for a
+// reconcile with token (one write, with optimistic locking: a Service changed meanwhile is
+// a conflict), and returns the generation it has then. The token tells the reconcile that
+// judged the Service after the change — a retry changes nothing, and the conditions from
+// before it must not count.
+func (rn *run) patchSpec(ctx context.Context, apply func(*run, *v1alpha1.Service) error, token string) (int64, error) {
 	svc := rn.svc.DeepCopy()
-	spec := svc.Spec.DeepCopy()
-	if err := apply(rn, spec); err != nil {
+	if err := apply(rn, svc); err != nil {
 		return 0, err
 	}
-	if apiequality.Semantic.DeepEqual(*spec, svc.Spec) && svc.Annotations[v1alpha1.ReconcileRequestAnnotation] == token {
+	if apiequality.Semantic.DeepEqual(svc.Spec, rn.svc.Spec) && apiequality.Semantic.DeepEqual(svc.Annotations, rn.svc.Annotations) &&
+		svc.Annotations[v1alpha1.ReconcileRequestAnnotation] == token {
 		return svc.Generation, nil
 	}
-	patch := client.MergeFromWithOptions(svc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	svc.Spec = *spec
+	patch := client.MergeFromWithOptions(rn.svc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if svc.Annotations == nil {
 		svc.Annotations = map[string]string{}
 	}
@@ -375,23 +380,6 @@ func applyChangePackage(rn *run, spec *v1alpha1.ServiceSpec) error {
 	return nil
 }
 
-// applyModify sets the inputs of the request over those the Service had (null removes).
-func applyModify(rn *run, spec *v1alpha1.ServiceSpec) error {
-	inputs := cloneInputs(rn.op.Status.Previous.Inputs)
-	if inputs == nil {
-		inputs = map[string]apiextensionsv1.JSON{}
-	}
-	for name, value := range rn.op.Spec.Modify.Inputs {
-		if string(value.Raw) == "null" {
-			delete(inputs, name)
-			continue
-		}
-		inputs[name] = *value.DeepCopy()
-	}
-	spec.Inputs = inputs
-	return nil
-}
-
 // applyOperate stops or starts the Service's workloads.
 func applyOperate(rn *run, spec *v1alpha1.ServiceSpec) error {
 	spec.Stopped = rn.op.Spec.Operate.ChangeStateTo == v1alpha1.ChangeStateStopped
@@ -399,9 +387,13 @@ func applyOperate(rn *run, spec *v1alpha1.ServiceSpec) error {
 }
 
 // restore puts back what the occurrence's type changed.
-func restore(rn *run, spec *v1alpha1.ServiceSpec) error {
-	prev := rn.op.Status.Previous.DeepCopy()
+func restore(rn *run, svc *v1alpha1.Service) error {
+	prev, spec := rn.op.Status.Previous.DeepCopy(), &svc.Spec
 	switch rn.op.Spec.Type {
+	case v1alpha1.OperationInstantiate:
+		spec.InstantiationState, spec.Instantiate, spec.Scale, spec.Stopped = v1alpha1.NotInstantiated, prev.Instantiate, prev.Scale, prev.Stopped
+	case v1alpha1.OperationChangeFlavour:
+		spec.Instantiate, spec.Scale = prev.Instantiate, prev.Scale
 	case v1alpha1.OperationScale:
 		spec.Scale = prev.Scale
 	case v1alpha1.OperationScaleToLevel:
@@ -409,7 +401,8 @@ func restore(rn *run, spec *v1alpha1.ServiceSpec) error {
 	case v1alpha1.OperationChangePackage:
 		spec.Source, spec.Inputs, spec.Instantiate = prev.Source, prev.Inputs, prev.Instantiate
 	case v1alpha1.OperationModify:
-		spec.Inputs = prev.Inputs
+		spec.Inputs, spec.Source = prev.Inputs, prev.Source
+		restoreInstanceAnnotations(svc, prev.Annotations)
 	case v1alpha1.OperationOperate:
 		spec.Stopped = prev.Stopped
 	}

@@ -19,7 +19,7 @@ const maxTransitions = 64
 // allowed lists the SOL003 transitions: from a state, the states it may go to.
 var allowed = map[v1alpha1.OperationState][]v1alpha1.OperationState{
 	"":                        {v1alpha1.StateStarting, v1alpha1.StateFailed},
-	v1alpha1.StateStarting:    {v1alpha1.StateProcessing, v1alpha1.StateFailed},
+	v1alpha1.StateStarting:    {v1alpha1.StateProcessing, v1alpha1.StateFailed, v1alpha1.StateRolledBack},
 	v1alpha1.StateProcessing:  {v1alpha1.StateCompleted, v1alpha1.StateFailedTemp},
 	v1alpha1.StateFailedTemp:  {v1alpha1.StateProcessing, v1alpha1.StateRollingBack, v1alpha1.StateFailed},
 	v1alpha1.StateRollingBack: {v1alpha1.StateRolledBack, v1alpha1.StateFailedTemp},

@@ -64,7 +64,8 @@ func (f *stepFailure) Error() string { return failureMessage(f.step, f.err) }
 
 // runSteps runs the first step of the stages that did not end: its record is written
 // first, then it runs (and runs again on the following reconciles) until it ends. It
-// reports finished once every step succeeded or was skipped, and the failure of one.
+// reports finished once every step succeeded or was skipped, and the failure of one; a
+// cancel lets the running step end, then stops (rn.stopped).
 func (rn *run) runSteps(ctx context.Context, stages []stage, rollback bool) (bool, *stepFailure) {
 	for _, st := range stages {
 		for _, s := range st(rn) {
@@ -72,6 +73,9 @@ func (rn *run) runSteps(ctx context.Context, stages []stage, rollback bool) (boo
 			switch {
 			case rec != nil && (rec.Phase == v1alpha1.StepSucceeded || rec.Phase == v1alpha1.StepSkipped):
 				continue
+			case cancelPending(rn.op) && (rec == nil || rec.Phase == v1alpha1.StepFailed):
+				rn.stopped = true // a GRACEFUL cancel: no step begins any more
+				return false, nil
 			case rec == nil:
 				rn.begin(s.name, rollback)
 				return false, nil

@@ -11,14 +11,25 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 )
 
-// validate checks a request against what the Service's package allows, when its turn
-// comes: a *refusal says why it cannot be carried out (it ends FAILED), a *waitFor that
-// the Service was not rendered yet. The shape of requests is checked at admission (CEL).
+// validate checks a request against what the Service's package allows and the state of
+// the instance, when its turn comes: a *refusal says why it cannot be carried out (it
+// ends FAILED), a *waitFor that the Service was not rendered yet. The shape of requests
+// is checked at admission (CEL).
 func validate(ctx context.Context, c client.Reader, op *v1alpha1.Operation, svc *v1alpha1.Service) error {
-	if svc.Status.Package == nil && op.Spec.Type != v1alpha1.OperationTerminate && op.Spec.Type != v1alpha1.OperationChangePackage {
+	if wanted(svc) == v1alpha1.NotInstantiated {
+		return validateNotInstantiated(op, svc)
+	}
+	if op.Spec.Type == v1alpha1.OperationInstantiate {
+		return refusef("Service %s is INSTANTIATED: only a NOT_INSTANTIATED Service can be instantiated (a TERMINATE with keepInstance makes it so)", svc.Name)
+	}
+	if svc.Status.Package == nil && needsRender(op) {
 		return &waitFor{message: fmt.Sprintf("waiting for Service %s to be rendered before judging the request", svc.Name)}
 	}
 	switch op.Spec.Type {
+	case v1alpha1.OperationChangeFlavour:
+		return validateChangeFlavour(op.Spec.ChangeFlavour, svc)
+	case v1alpha1.OperationModify:
+		return validateModify(op.Spec.Modify, svc)
 	case v1alpha1.OperationScale:
 		return validateScale(op.Spec.Scale, svc)
 	case v1alpha1.OperationScaleToLevel:
@@ -31,6 +42,33 @@ func validate(ctx context.Context, c client.Reader, op *v1alpha1.Operation, svc 
 		}
 	}
 	return nil
+}
+
+// needsRender tells whether a request is judged from what the Service's package
+// renders: all but TERMINATE, CHANGE_PACKAGE and a MODIFY of what SOL003 says of the
+// instance alone.
+func needsRender(op *v1alpha1.Operation) bool {
+	switch op.Spec.Type {
+	case v1alpha1.OperationTerminate, v1alpha1.OperationChangePackage:
+		return false
+	case v1alpha1.OperationModify:
+		return op.Spec.Modify.Inputs != nil
+	}
+	return true
+}
+
+// validateNotInstantiated judges a request to a NOT_INSTANTIATED Service: it can be
+// instantiated and modified, nothing else (it runs nothing; to remove it, delete it).
+func validateNotInstantiated(op *v1alpha1.Operation, svc *v1alpha1.Service) error {
+	switch op.Spec.Type {
+	case v1alpha1.OperationInstantiate:
+		return nil
+	case v1alpha1.OperationModify:
+		return validateModify(op.Spec.Modify, svc)
+	case v1alpha1.OperationTerminate:
+		return refusef("Service %s is NOT_INSTANTIATED: there is nothing to terminate (delete the Service to remove the instance)", svc.Name)
+	}
+	return refusef("Service %s is NOT_INSTANTIATED: %s needs an instantiated Service (INSTANTIATE it first)", svc.Name, op.Spec.Type)
 }
 
 // aspect returns the status of an aspect of the Service, or a refusal listing them.
