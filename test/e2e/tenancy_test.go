@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +74,7 @@ func startLockdown(t *testing.T, c *framework.Cluster) *lockdown {
 	op := &framework.Operator{Binary: suite.calaf, LogPath: filepath.Join(dir, "lockdown.log"), Args: []string{
 		"--kubeconfig=" + kubeconfig, "--progress-interval=2s", "--package-cache-dir=" + filepath.Join(dir, "packages"),
 		"--default-service-account=calaf-tenant", "--state-namespace=" + framework.OperatorNamespace,
+		"--outbound-allow=" + subscriberAddress + "/32",
 	}}
 	g.Expect(op.Start()).To(Succeed())
 	t.Cleanup(func() {
@@ -88,7 +90,7 @@ func startLockdown(t *testing.T, c *framework.Cluster) *lockdown {
 // calaf-tenant (the default) may run Deployments with ConfigMaps and Services, exec in
 // their pods, and read the Secret "visible" only; deployer may manage Roles and RoleBindings, and the operator may act as
 // it in this namespace only (a RoleBinding of the admin). The Secret "hidden" holds a
-// password.
+// password and a token (labelled for subscriptions, which lockdown does not heed).
 func tenantNamespace(t *testing.T, c *framework.Cluster) string {
 	t.Helper()
 	ns := c.Namespace(t, "e2e-tenant")
@@ -97,8 +99,9 @@ func tenantNamespace(t *testing.T, c *framework.Cluster) string {
 	objects := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calaf-tenant"}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hidden"}, StringData: map[string]string{"password": "hunter2"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "visible"}, StringData: map[string]string{"greeting": "hello"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hidden", Labels: map[string]string{v1alpha1.LabelSecretUse: v1alpha1.SecretUseSubscriptions}},
+			StringData: map[string]string{"password": "hunter2", "token": "hidden-token"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "visible"}, StringData: map[string]string{"greeting": "hello", "token": "visible-token"}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "calaf-tenant"}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
@@ -273,4 +276,30 @@ func recordCanI(t *testing.T, l *lockdown, ns string) {
 	if path := os.Getenv("CALAF_E2E_RECORD"); path != "" {
 		g.Expect(os.WriteFile(path, []byte(record), 0o644)).To(Succeed())
 	}
+}
+
+// In lockdown mode a subscription's credentials are read as the namespace's tenant
+// account: the Secret it may read is sent, the one it may not is not (its label for
+// subscriptions notwithstanding: the label is the other installs' consent), and the
+// subscription says why.
+func TestLockdownSubscriptionCredentials(t *testing.T) {
+	g := NewWithT(t)
+	c := framework.Connect(t)
+	ns := tenantNamespace(t, c)
+	l := startLockdown(t, c)
+	readable := newCounter(t, subscriberAddress, http.StatusNoContent)
+	hidden := newCounter(t, subscriberAddress, http.StatusNoContent)
+	createSubscription(t, suite.client, ns, "readable", readable.server.URL, "visible")
+	sub := createSubscription(t, suite.client, ns, "hidden", hidden.server.URL, "hidden")
+	notifyOnce(t, ns)
+	g.Eventually(readable.count, time.Minute, 250*time.Millisecond).Should(BeNumerically(">", 0), func() string { return l.operator.Tail(30) })
+	readable.mu.Lock()
+	g.Expect(readable.auth[0]).To(Equal("Bearer visible-token"))
+	readable.mu.Unlock()
+	g.Eventually(func(g Gomega) {
+		ready, _ := subscriptionReady(g, sub)
+		g.Expect(ready.Reason).To(Equal(v1alpha1.SubscriptionCredentialsRefused), ready.Message)
+		g.Expect(ready.Message).To(ContainSubstring(`User "system:serviceaccount:` + ns + `:calaf-tenant" cannot get resource "secrets"`))
+	}, time.Minute, 250*time.Millisecond).Should(Succeed())
+	g.Expect(hidden.count()).To(BeZero())
 }
