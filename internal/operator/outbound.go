@@ -49,6 +49,8 @@ type networkWatch struct {
 	opts   Options
 	log    logr.Logger
 	failed map[string]bool
+	// last are the networks each source gave the last time it could be read.
+	last map[string][]outbound.Network
 }
 
 // Start reads the cluster's networks every minute until ctx ends.
@@ -66,10 +68,11 @@ func (w *networkWatch) Start(ctx context.Context) error {
 }
 
 // refresh sets the policy: the admin's networks and the cluster's, as far as they can
-// be read (a source that fails keeps its last networks out, and says so once).
+// be read (a source that cannot be read keeps the networks it gave last, and says so
+// once).
 func (w *networkWatch) refresh(ctx context.Context) {
 	if w.failed == nil {
-		w.failed = map[string]bool{}
+		w.failed, w.last = map[string]bool{}, map[string][]outbound.Network{}
 	}
 	networks := denied(w.opts.OutboundDeny)
 	for _, source := range []struct {
@@ -81,7 +84,10 @@ func (w *networkWatch) refresh(ctx context.Context) {
 			w.log.Info("the outbound policy cannot read the cluster's networks from "+source.name+"; name them with --outbound-deny", "error", err.Error())
 		}
 		w.failed[source.name] = err != nil
-		networks = append(networks, found...)
+		if err == nil {
+			w.last[source.name] = found
+		}
+		networks = append(networks, w.last[source.name]...)
 	}
 	w.client.SetPolicy(outbound.Policy{Allow: w.opts.OutboundAllow, Deny: networks})
 }
