@@ -257,6 +257,13 @@ func newReceiver(t *testing.T, user, password string) *receiver {
 	return r
 }
 
+// getCount is how many test GETs the receiver answered.
+func (r *receiver) getCount() int {
+	r.lock.Lock()
+	defer r.lock.Unlock()
+	return r.gets
+}
+
 // notifications returns what was received so far.
 func (r *receiver) notifications() []map[string]any {
 	r.lock.Lock()
