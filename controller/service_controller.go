@@ -200,7 +200,7 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		return r.finalize(ctx, svc)
 	}
 	if !controllerutil.ContainsFinalizer(svc, v1alpha1.ServiceFinalizer) {
-		patch := client.MergeFrom(svc.DeepCopy())
+		patch := client.MergeFromWithOptions(svc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(svc, v1alpha1.ServiceFinalizer)
 		if err := r.Patch(ctx, svc, patch); err != nil {
 			return ctrl.Result{}, err

@@ -59,7 +59,9 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 	r.fingerprints.forget(string(svc.UID) + "/")
 	r.teardownWarned.Delete(svc.UID)
 	r.settled.forget(svc)
-	patch := client.MergeFrom(svc.DeepCopy())
+	// Optimistic: a merge patch replaces the whole list, and another controller's
+	// finalizer (calaf.io/vnf-identifier) may have gone since the cache read it.
+	patch := client.MergeFromWithOptions(svc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(svc, v1alpha1.ServiceFinalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, svc, patch))
 }
