@@ -227,8 +227,8 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1
 
 // lateInCache tells whether the operator's cache (live was read from it) is behind this
 // process's last apply of an object whose desired content has not changed since: the
-// cache holds an older version of it, or none, and the kind's watch has not brought the
-// applied one yet (echoes.unseen).
+// cache holds another version of it, or none, and its watch has brought neither the
+// applied one nor its deletion yet (echoes.unseen).
 func (r *ServiceReconciler) lateInCache(obj, live *unstructured.Unstructured, fingerprintKey, desired string) bool {
 	if _, watched := r.watched.Load(obj.GroupVersionKind()); !watched || r.fingerprints.get(fingerprintKey).desired != desired {
 		return false
@@ -237,8 +237,7 @@ func (r *ServiceReconciler) lateInCache(obj, live *unstructured.Unstructured, fi
 	if live != nil {
 		cachedVersion = live.GetResourceVersion()
 	}
-	gvk := obj.GroupVersionKind()
-	return r.echoes.unseen(echoKind(gvk), echoKey(gvk, obj.GetNamespace(), obj.GetName()), cachedVersion, time.Now())
+	return r.echoes.unseen(echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()), cachedVersion, time.Now())
 }
 
 // applyStaged applies objects through fluxcd/pkg/ssa's staged apply and counts what it

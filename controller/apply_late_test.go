@@ -21,8 +21,8 @@ import (
 
 // An object this process applied, which the cache does not hold yet because its watch has
 // not brought the applied version (a loaded API server), is not applied again: it is as
-// the apply left it, and waits to be observed. Once the kind's watch went past that
-// version, an object the cache does not hold is gone, and is applied again.
+// the apply left it, and waits to be observed. Once its watch brought its deletion, an
+// object the cache does not hold is gone, and is applied again.
 func TestLateObjectsNotAppliedAgain(t *testing.T) {
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
@@ -60,8 +60,13 @@ func TestLateObjectsNotAppliedAgain(t *testing.T) {
 	}
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", ResourceVersion: "25"}}
 	r.ownedChanges(gvk).Delete(event.DeleteEvent{Object: other})
+	if result, err = r.applyObjects(ctx, a, svc, inv, []*unstructured.Unstructured{obj}); err != nil || applies != 0 || !result.unseen["ConfigMap/cm"] {
+		t.Fatalf("another object's deletion: err %v, %d applies, unseen %v; want it still late", err, applies, result.unseen)
+	}
+	deleted := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", ResourceVersion: "25"}}
+	r.ownedChanges(gvk).Delete(event.DeleteEvent{Object: deleted})
 	result, err = r.applyObjects(ctx, a, svc, inv, []*unstructured.Unstructured{obj})
 	if err != nil || applies != 1 || len(result.unseen) != 0 {
-		t.Fatalf("gone after the watch went past the apply: err %v, %d applies, unseen %v; want it applied again", err, applies, result.unseen)
+		t.Fatalf("gone after its watch brought its deletion: err %v, %d applies, unseen %v; want it applied again", err, applies, result.unseen)
 	}
 }

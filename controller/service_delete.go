@@ -33,6 +33,7 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 	if !controllerutil.ContainsFinalizer(svc, v1alpha1.ServiceFinalizer) {
 		return ctrl.Result{}, nil
 	}
+	r.forgetObjects(svc.Status.Inventory) // nothing of it is applied again
 	if !svc.Spec.Suspend {
 		var done bool
 		var err error

@@ -54,6 +54,7 @@ func (r *ServiceReconciler) reconcilePrune(ctx context.Context, s *scope) error 
 		}
 		pruned = append(pruned, obj.GetKind()+"/"+obj.GetName()+" deleted")
 		r.fingerprints.forget(string(svc.UID) + "/" + entry.ID)
+		r.forgetObjects([]v1alpha1.InventoryEntry{entry})
 	}
 	for i, j := 0, len(kept)-1; i < j; i, j = i+1, j-1 {
 		kept[i], kept[j] = kept[j], kept[i]
