@@ -8,7 +8,10 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/render"
@@ -24,14 +27,87 @@ type decision struct {
 }
 
 // reconcileAccess decides how this reconcile reads and writes the Service's objects: as
-// the operator, or as the Service's service account (identity.go).
-func (r *ServiceReconciler) reconcileAccess(_ context.Context, s *scope) error {
+// the operator, or as the Service's service account (identity.go), which it must be
+// allowed to act as (mayActAs).
+func (r *ServiceReconciler) reconcileAccess(ctx context.Context, s *scope) error {
 	a, err := r.accessFor(s.Service)
 	if err != nil {
 		return newPhaseError(v1alpha1.ConditionSourceReady, v1alpha1.ReasonInternalError, retry, err)
 	}
+	if a.account != "" {
+		if err := r.mayActAs(ctx, s.Service, a.account); err != nil {
+			return err
+		}
+	}
 	s.access = a
 	return nil
+}
+
+// mayActAs refuses a Service acting as a service account it may not act as, before
+// anything is read or written as it (AccessDenied, stalled until the Service or the
+// grant changes): outside lockdown mode, an account its spec names that its namespace's
+// admin did not mark usable by Services (the operator could act as any: a tenant must not
+// gain an account by naming it); in any mode, one the operator may not impersonate. A
+// grant is reused for decisionTTL; a refusal is asked again at the next reconcile, so
+// that one the admin lifts holds at once.
+func (r *ServiceReconciler) mayActAs(ctx context.Context, svc *v1alpha1.Service, account string) error {
+	if !r.lockdown() && svc.Spec.ServiceAccountName != "" {
+		marked, err := r.markedUsable(ctx, svc.Namespace, account)
+		if err != nil {
+			return classifyAPI(v1alpha1.ConditionSourceReady, v1alpha1.ReasonAccessDenied, fmt.Errorf("reading service account %s: %w", account, err))
+		}
+		if !marked {
+			return stalled(v1alpha1.ConditionSourceReady, v1alpha1.ReasonAccessDenied,
+				"service account %s is not usable by Services: its namespace's admin offers it with the label %s=true", account, v1alpha1.LabelUsableByServices)
+		}
+	}
+	allowed, err := r.mayImpersonate(ctx, svc.Namespace, account)
+	if err != nil {
+		return classifyAPI(v1alpha1.ConditionSourceReady, v1alpha1.ReasonAccessDenied, fmt.Errorf("checking impersonation of service account %s: %w", account, err))
+	}
+	if !allowed {
+		return stalled(v1alpha1.ConditionSourceReady, v1alpha1.ReasonAccessDenied,
+			"the operator may not act as service account %s of namespace %s: the cluster admin grants it (impersonate on serviceaccounts named %s, deploy/rbac/lockdown)", account, svc.Namespace, account)
+	}
+	return nil
+}
+
+// markedUsable tells whether a service account carries the label that offers it to
+// Services (LabelUsableByServices); an account that does not exist carries none. Only
+// its metadata is read, from the API server (the cache holds no accounts but Services').
+func (r *ServiceReconciler) markedUsable(ctx context.Context, namespace, account string) (bool, error) {
+	key := strings.Join([]string{"usable", namespace, account}, "\x00")
+	if d, ok := r.Identities.decisions.Get(key); ok && time.Since(d.at) < decisionTTL {
+		return d.allowed, nil
+	}
+	sa := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: account}, sa)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	marked := err == nil && sa.Labels[v1alpha1.LabelUsableByServices] == "true"
+	if marked {
+		r.Identities.decisions.Put(key, decision{allowed: true, at: time.Now()})
+	}
+	return marked, nil
+}
+
+// mayImpersonate asks the API server whether the operator may impersonate a service
+// account (a SelfSubjectAccessReview as the operator).
+func (r *ServiceReconciler) mayImpersonate(ctx context.Context, namespace, account string) (bool, error) {
+	key := strings.Join([]string{"impersonate", namespace, account}, "\x00")
+	if d, ok := r.Identities.decisions.Get(key); ok && time.Since(d.at) < decisionTTL {
+		return d.allowed, nil
+	}
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "impersonate", Resource: "serviceaccounts", Name: account}}}
+	if err := r.Create(ctx, review); err != nil {
+		return false, err
+	}
+	if review.Status.Allowed {
+		r.Identities.decisions.Put(key, decision{allowed: true, at: time.Now()})
+	}
+	return review.Status.Allowed, nil
 }
 
 // reference is a Secret or a service account an object uses without creating it.

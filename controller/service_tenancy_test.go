@@ -41,13 +41,14 @@ topology_template:
 `, "RENDER", objects)
 }
 
-// tenantAccount makes the service account "tenant" of ns, which may manage ConfigMaps,
-// Deployments, Roles and RoleBindings, and get only the Secret "allowed".
+// tenantAccount makes the service account "tenant" of ns, offered to Services, which may
+// manage ConfigMaps, Deployments, Roles and RoleBindings, and get only the Secret
+// "allowed".
 func tenantAccount(t *testing.T, ns string) {
 	t.Helper()
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	objects := []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant", Labels: map[string]string{v1alpha1.LabelUsableByServices: "true"}}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "allowed"}, StringData: map[string]string{"a": "b"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forbidden"}, StringData: map[string]string{"password": "hunter2"}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"}, Rules: []rbacv1.PolicyRule{

@@ -54,6 +54,8 @@ var env struct {
 	// config and opts made the suite's operator; shards are made from them.
 	config *rest.Config
 	opts   operator.Options
+	// testEnv runs the API server; it makes users of their own (AddUser).
+	testEnv *envtest.Environment
 }
 
 // startOperator makes a new manager (new reconcilers, as a restarted operator has) and
@@ -210,6 +212,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer testEnv.Stop()
+	env.testEnv = testEnv
 
 	operatorConfig := rest.CopyConfig(config)
 	operatorConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {

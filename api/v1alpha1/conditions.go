@@ -12,9 +12,11 @@ const (
 	ConditionHealthy     = "Healthy"
 )
 
-// ReasonAccessDenied: the identity a Service acts as may not use what its package refers
-// to — a Secret a pod mounts or reads, a service account a pod runs as — or, in lockdown
-// mode, the package names another namespace; nothing of the render was applied.
+// ReasonAccessDenied: the Service may not act as the service account it names (not
+// marked usable by Services, or one the operator may not impersonate: SourceReady), or the
+// identity it acts as may not use what its package refers to — a Secret a pod mounts or
+// reads, a service account a pod runs as — or, in lockdown mode, the package names
+// another namespace (Applied); nothing was applied.
 const ReasonAccessDenied = "AccessDenied"
 
 // ReasonNotInstantiated: spec.instantiationState is NOT_INSTANTIATED — what ran is being

@@ -24,3 +24,9 @@ const (
 	// LabelVnfInstance marks a Service created through the NFV API ("true").
 	LabelVnfInstance = "calaf.io/vnf-instance"
 )
+
+// LabelUsableByServices, set to "true" on a ServiceAccount by its namespace's admin,
+// marks an account a Service may name in spec.serviceAccountName (and act as) in the
+// installs where the operator could act as any account: a tenant who may create Services
+// acts as no account that was not offered to Services.
+const LabelUsableByServices = "calaf.io/usable-by-services"

@@ -79,7 +79,10 @@ type ServiceSpec struct {
 	RetainVolumes bool `json:"retainVolumes,omitempty"`
 
 	// ServiceAccountName is impersonated to apply, prune and delete the objects, so a
-	// Service can do no more than that account may.
+	// Service can do no more than that account may. The account must be one the
+	// operator may impersonate and, unless the operator runs in lockdown mode, carry the
+	// label calaf.io/usable-by-services=true (its namespace's admin offers it to
+	// Services); otherwise the Service stalls with AccessDenied.
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 

@@ -146,7 +146,7 @@ func tenantNamespace(t *testing.T, c *framework.Cluster) string {
 // the account may create Deployments; a Service naming deployer, which may create
 // RoleBindings, creates one (the operator itself may not even read them), but not one
 // binding an account of another namespace; a Service naming an account the operator may
-// not act as fails saying so.
+// not act as stalls with AccessDenied saying so.
 func TestLockdown(t *testing.T) {
 	g := NewWithT(t)
 	c := framework.Connect(t)
@@ -207,8 +207,10 @@ func TestLockdown(t *testing.T) {
 	_, err = c.Clientset.RbacV1().RoleBindings(ns).Get(ctx, "outsider", metav1.GetOptions{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "RoleBinding outsider: %v", err)
 
-	svc = waitFailed(t, ns, "intruder", v1alpha1.ReasonFetchFailed, func() string { return l.operator.Tail(30) })
-	g.Expect(readyMessage(svc)).To(ContainSubstring(`cannot impersonate resource "serviceaccounts"`))
+	svc = waitFailed(t, ns, "intruder", v1alpha1.ReasonAccessDenied, func() string { return l.operator.Tail(30) })
+	g.Expect(readyMessage(svc)).To(Equal("the operator may not act as service account intruder of namespace " + ns +
+		": the cluster admin grants it (impersonate on serviceaccounts named intruder, deploy/rbac/lockdown)"))
+	g.Expect(isStalled(svc)).To(BeTrue(), "an account not granted stalls the Service: no fetch retried for ever")
 
 	state := &corev1.Secret{}
 	g.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: framework.OperatorNamespace, Name: ns + ".visible.calaf-state"}, state)).To(Succeed())
