@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
@@ -15,79 +13,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/redact"
 )
 
-// minSecretLength is the shortest secret value that is redacted (shorter strings would
-// mangle unrelated text).
-const minSecretLength = 4
-
-// redactor replaces secret values in text that goes to status, events and logs.
-type redactor struct {
-	secrets []string
-}
-
-// add records a secret value.
-func (r *redactor) add(value string) {
-	if len(value) >= minSecretLength {
-		r.secrets = append(r.secrets, value)
-		sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
-	}
-}
-
-// String returns text with every secret value replaced.
-func (r *redactor) String(text string) string {
-	if r == nil {
-		return text
-	}
-	for _, secret := range r.secrets {
-		text = strings.ReplaceAll(text, secret, "*****")
-	}
-	return text
-}
-
-// Value redacts the strings of a JSON-like value; ok is false when it changed anything.
-func (r *redactor) Value(value any) any {
-	if r == nil || len(r.secrets) == 0 {
-		return value
-	}
-	data, err := json.Marshal(value)
-	if err != nil {
-		return value
-	}
-	redacted := r.String(string(data))
-	if redacted == string(data) {
-		return value
-	}
-	var out any
-	if json.Unmarshal([]byte(redacted), &out) != nil {
-		return "*****"
-	}
-	return out
-}
-
 // resolveInputs merges the inputs of a Service: inputsFrom in order, then spec.inputs.
-// Values read from Secrets are registered with the redactor.
-func (r *ServiceReconciler) resolveInputs(ctx context.Context, reader client.Reader, svc *v1alpha1.Service, redact *redactor) (map[string]any, error) {
-	inputs := map[string]any{}
+// Values read from Secrets are registered with secrets by their structure (every leaf,
+// every line); fromSecrets names the inputs whose value came from a Secret.
+func (r *ServiceReconciler) resolveInputs(ctx context.Context, reader client.Reader, svc *v1alpha1.Service, secrets *redact.Secrets) (inputs map[string]any, fromSecrets map[string]bool, err error) {
+	inputs, fromSecrets = map[string]any{}, map[string]bool{}
 	for _, ref := range svc.Spec.InputsFrom {
 		data, secret, err := readInputsObject(ctx, reader, svc.Namespace, ref)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for key, text := range data {
 			if secret {
-				redact.add(text)
+				secrets.Add(text)
 			}
 			var value any
 			if err := yaml.Unmarshal([]byte(text), &value); err != nil || value == nil {
 				value = text
 			}
-			if secret {
-				if s, ok := value.(string); ok {
-					redact.add(s)
-				}
-			}
-			inputs[key] = value
+			inputs[key], fromSecrets[key] = value, secret
 		}
 	}
 	for name, raw := range svc.Spec.Inputs {
@@ -95,11 +42,11 @@ func (r *ServiceReconciler) resolveInputs(ctx context.Context, reader client.Rea
 		decoder.UseNumber()
 		var value any
 		if err := decoder.Decode(&value); err != nil {
-			return nil, stalled(v1alpha1.ConditionCompiled, v1alpha1.ReasonInvalidInputs, "input %q is not valid JSON: %v", name, err)
+			return nil, nil, stalled(v1alpha1.ConditionCompiled, v1alpha1.ReasonInvalidInputs, "input %q is not valid JSON: %v", name, err)
 		}
-		inputs[name] = value
+		inputs[name], fromSecrets[name] = value, false
 	}
-	return inputs, nil
+	return inputs, fromSecrets, nil
 }
 
 // readInputsObject reads the data of an inputsFrom Secret or ConfigMap with reader (the

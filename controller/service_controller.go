@@ -30,6 +30,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/lru"
+	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/internal/text"
 	renderpolicy "calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
@@ -73,6 +74,12 @@ type ServiceReconciler struct {
 	// ProgressInterval is how often a Service whose objects are not healthy yet is checked
 	// besides the events of its objects.
 	ProgressInterval time.Duration
+	// Secrets holds the secrets of every Service (read from their inputsFrom Secrets) for
+	// what leaves the operator besides one Service's status: log lines and Events.
+	Secrets *redact.Registry
+	// RevealSecretOutputs publishes the outputs derived from a Secret that a package marks
+	// for publication as they are, instead of redacted (docs/security.md).
+	RevealSecretOutputs bool
 	// SettleDelay bounds how long the status patch of a reconcile that applied objects
 	// whose controllers have not looked at them yet is held, so that one patch says
 	// Applied and Ready (2 s when zero).

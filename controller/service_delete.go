@@ -58,6 +58,7 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 		return ctrl.Result{}, err
 	}
 	r.fingerprints.forget(string(svc.UID) + "/")
+	r.Secrets.Forget(string(svc.UID))
 	r.teardownWarned.Delete(svc.UID)
 	r.settled.forget(svc)
 	// Optimistic: a merge patch replaces the whole list, and another controller's
@@ -124,7 +125,7 @@ func (r *ServiceReconciler) teardown(ctx context.Context, svc *v1alpha1.Service,
 	if err != nil {
 		if _, warned := r.teardownWarned.LoadOrStore(svc.UID, true); !warned && r.Recorder != nil {
 			r.Recorder.Eventf(svc, nil, "Warning", "TeardownSkipped", "Teardown", "%s",
-				text.Truncate("stop and delete operations are not run: "+err.Error(), 1024))
+				text.Truncate("stop and delete operations are not run: "+s.Redact.String(err.Error()), 1024))
 		}
 		return true, nil
 	}
@@ -153,12 +154,13 @@ func (r *ServiceReconciler) teardown(ctx context.Context, svc *v1alpha1.Service,
 }
 
 // teardownScope fetches, compiles and renders the Service's package again (all cached
-// in the common case) for the plans of its teardown operations.
+// in the common case) for the plans of its teardown operations. The scope comes back
+// with an error too: its redactor hides the secrets read until then.
 func (r *ServiceReconciler) teardownScope(ctx context.Context, svc *v1alpha1.Service) (*scope, error) {
 	s := newScope(ctx, svc)
 	for _, run := range []phase{r.reconcileAccess, r.reconcileSource, r.reconcileCompile, r.reconcileRender} {
 		if err := run(ctx, s); err != nil {
-			return nil, err
+			return s, err
 		}
 	}
 	return s, nil

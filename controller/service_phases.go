@@ -17,6 +17,7 @@ import (
 	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/internal/jsonvalue"
 	"calaf.io/calaf/internal/lru"
+	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/render"
 	sourcepkg "calaf.io/calaf/source"
@@ -30,7 +31,10 @@ type scope struct {
 	access   *access
 	Log      logr.Logger
 	Inputs   map[string]any
-	Redact   *redactor
+	// Redact hides the values read from the Service's inputsFrom Secrets.
+	Redact *redact.Secrets
+	// secretInputs names the inputs whose value came from a Secret.
+	secretInputs map[string]bool
 	Artifact *sourcepkg.Artifact
 	// Compiled is the compiled package; nil when the render was cached (ensureCompiled).
 	Compiled *tosca.Compiled
@@ -81,7 +85,7 @@ func newScope(ctx context.Context, svc *v1alpha1.Service) *scope {
 	return &scope{
 		Service:    svc,
 		Log:        ctrl.LoggerFrom(ctx),
-		Redact:     &redactor{},
+		Redact:     redact.New(),
 		Attributes: map[string]map[string]any{},
 		Live:       map[string]map[string]*unstructured.Unstructured{},
 		Healthy:    map[string]bool{},
@@ -319,11 +323,12 @@ func (r *ServiceReconciler) warnUnverified(svc *v1alpha1.Service, before, now *v
 // unless the render this reconcile needs is cached: then neither a compile nor a read of
 // the state Secret is needed.
 func (r *ServiceReconciler) reconcileCompile(ctx context.Context, s *scope) error {
-	inputs, err := r.resolveInputs(ctx, s.access.direct, s.Service, s.Redact)
+	inputs, fromSecrets, err := r.resolveInputs(ctx, s.access.direct, s.Service, s.Redact)
 	if err != nil {
 		return err
 	}
-	s.Inputs = inputs
+	s.Inputs, s.secretInputs = inputs, fromSecrets
+	r.Secrets.Set(string(s.Service.UID), s.Redact)
 	request, opts, err := instantiateRequest(s.Service)
 	if err != nil {
 		return err
@@ -513,14 +518,19 @@ func (r *ServiceReconciler) reconcileOutputs(ctx context.Context, s *scope) erro
 	outputs := map[string]apiextensionsv1.JSON{}
 	pending := map[string]string{}
 	for name, message := range result.OutputErrors {
-		pending[name] = s.Redact.String(text.Truncate(message, 256))
+		pending[name] = text.Truncate(s.Redact.String(message), 256)
 	}
 	for name, value := range result.Outputs {
 		if value == nil {
 			pending[name] = "no value yet"
 			continue
 		}
-		outputs[name] = jsonvalue.Encode(s.Redact.Value(value))
+		published, withheld := r.publishedOutput(s, result.OutputDefinitions[name], value)
+		if withheld != "" {
+			pending[name] = withheld
+			continue
+		}
+		outputs[name] = jsonvalue.Encode(published)
 	}
 	s.Service.Status.Outputs = outputs
 	if len(outputs) == 0 {
@@ -531,6 +541,28 @@ func (r *ServiceReconciler) reconcileOutputs(ctx context.Context, s *scope) erro
 		s.Service.Status.PendingOutputs = nil
 	}
 	return nil
+}
+
+// withheldSecretOutput says why an output derived from a Secret is not in status.
+const withheldSecretOutput = "withheld: its value is derived from a Secret (inputsFrom); the package publishes it with the output metadata " +
+	render.MetadataPublishSecret + `: "true"`
+
+// publishedOutput returns an output's value as status publishes it, or why it is withheld.
+// An output derived from a Secret — its definition reads an input that came from one, or
+// its value holds one — is published only when the package marks it so
+// (render.MetadataPublishSecret), and then redacted unless the cluster admin reveals such
+// outputs (RevealSecretOutputs). Other outputs are published as they are.
+func (r *ServiceReconciler) publishedOutput(s *scope, def render.OutputDefinition, value any) (any, string) {
+	derived := slices.ContainsFunc(def.Inputs, func(input string) bool { return s.secretInputs[input] }) || s.Redact.Touches(value)
+	switch {
+	case !derived:
+		return value, ""
+	case def.Metadata[render.MetadataPublishSecret] != "true":
+		return nil, withheldSecretOutput
+	case r.RevealSecretOutputs:
+		return value, ""
+	}
+	return s.Redact.Value(value), ""
 }
 
 func sameAttributes(a, b map[string]map[string]any) bool {

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/orchestration"
 )
@@ -53,10 +54,18 @@ func (o nodeOutcome) awaitsObservation() bool {
 }
 
 // setNodePhase sets a node's phase, message, reason and what it waits for from its
-// outcome.
-func setNodePhase(st *v1alpha1.NodeStatus, o nodeOutcome, redact *redactor) {
+// outcome, with secrets hidden before anything is cut short.
+func setNodePhase(st *v1alpha1.NodeStatus, o nodeOutcome, secrets *redact.Secrets) {
+	if o.health != nil && len(o.health.waiting) > 0 {
+		h := *o.health
+		h.waiting = make([]string, len(o.health.waiting))
+		for i, waiting := range o.health.waiting {
+			h.waiting[i] = secrets.String(waiting)
+		}
+		o.health = &h
+	}
 	st.Phase, st.Message, st.WaitingFor = nodePhase(o)
-	st.Message = redact.String(st.Message)
+	st.Message = secrets.String(st.Message)
 	st.Reason = ""
 	switch {
 	case st.Phase != v1alpha1.NodeFailed:

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/orchestration"
 	"calaf.io/calaf/source"
 )
@@ -404,14 +405,20 @@ func TestNodePhase(t *testing.T) {
 	}
 }
 
-// A node's message is redacted: a secret input value never reaches status.
+// A node's message is redacted: a secret input value never reaches status, not even one
+// the message is cut short within.
 func TestNodePhaseRedacts(t *testing.T) {
-	r := &redactor{}
-	r.add("hunter2")
+	secrets := redact.New()
+	secrets.Add("hunter2-very-secret")
 	st := &v1alpha1.NodeStatus{}
-	setNodePhase(st, nodeOutcome{failure: errors.New("login with hunter2 refused")}, r)
+	setNodePhase(st, nodeOutcome{failure: errors.New("login with hunter2-very-secret refused")}, secrets)
 	if st.Message != "login with ***** refused" {
 		t.Errorf("message %q", st.Message)
+	}
+	long := "Deployment/web: " + strings.Repeat("x", 490) + " hunter2-very-secret"
+	setNodePhase(st, nodeOutcome{health: &health{waiting: []string{long}}}, secrets)
+	if strings.Contains(st.Message, "hunter") {
+		t.Errorf("a message cut within the secret shows part of it: %q", st.Message)
 	}
 }
 

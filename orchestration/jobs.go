@@ -212,6 +212,7 @@ func (o *Orchestrator) runOne(rc runContext, w podWork, p *planned) runResult {
 	if r.err != nil && ctx.Err() != nil {
 		r.err = fmt.Errorf("no result within the operation's timeout (%v) and %v: %w", p.Timeout, execGrace, r.err)
 	}
+	r.result, r.err = redactRun(rc.redact, r.result, r.err)
 	r.duration = time.Since(start)
 	return r
 }

@@ -148,7 +148,7 @@ func (o *Orchestrator) startOnDemand(ctx context.Context, r *nodeRun, requests *
 			continue
 		}
 		if p.Waiting != "" {
-			o.updateRequest(ctx, request, v1alpha1.OperationPending, r.Redact.String(text.Truncate("waiting for the operation's inputs: "+p.Waiting, 1024)))
+			o.updateRequest(ctx, request, v1alpha1.OperationPending, text.Truncate(r.Redact.String("waiting for the operation's inputs: "+p.Waiting), 1024))
 			r.requeue(5 * time.Second)
 			return
 		}
@@ -235,18 +235,18 @@ func (o *Orchestrator) completeOnDemand(j *job, rc runContext) {
 	for _, r := range j.results {
 		pr := v1alpha1.PodResult{Pod: r.pod, Succeeded: !r.failed(), DurationMillis: r.duration.Milliseconds()}
 		if r.failed() {
-			pr.Message = rc.redact.String(text.Truncate(r.message(), 1024))
+			pr.Message = text.Truncate(rc.redact.String(r.message()), 1024)
 		}
 		if r.result != nil {
 			pr.Attributes = jsonvalue.Map(rc.redact.Value, r.result.Attributes)
 			pr.Outputs = jsonvalue.Map(rc.redact.Value, r.result.Outputs)
 			if n := len(r.result.Logs); n > 0 {
-				pr.Log = rc.redact.String(protocol.Tail(strings.Join(r.result.Logs, "\n"), 2048))
+				pr.Log = protocol.Tail(rc.redact.String(strings.Join(r.result.Logs, "\n")), 2048)
 				if !r.failed() {
-					pr.Message = rc.redact.String(text.Truncate(r.result.Logs[n-1], 256))
+					pr.Message = text.Truncate(rc.redact.String(r.result.Logs[n-1]), 256)
 				}
 			}
-			pr.Stderr = rc.redact.String(protocol.Tail(r.result.Stderr, 1024))
+			pr.Stderr = protocol.Tail(rc.redact.String(r.result.Stderr), 1024)
 		}
 		results = append(results, pr)
 	}

@@ -548,7 +548,8 @@ func successMessage(results []runResult) string {
 }
 
 // failureMessage words a failed operation: the first failure in full (error and stderr
-// tail), and how many pods failed.
+// tail, their secrets hidden when the run came back: redactRun), and how many pods
+// failed.
 func failureMessage(op string, failures []runResult, total int) string {
 	first := failures[0]
 	msg := fmt.Sprintf("%s failed in pod %s: %s", op, first.pod, first.message())

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/artifacts/protocol"
 	"calaf.io/calaf/internal/jsonvalue"
 	"calaf.io/calaf/render"
@@ -746,5 +747,49 @@ func TestRunsAreRedacted(t *testing.T) {
 		if strings.Contains(e, "hunter2-secret") {
 			t.Errorf("event not redacted: %s", e)
 		}
+	}
+}
+
+// What comes back from a pod is redacted before any message is cut, split or joined from
+// it: a PEM key in a long error, at the cut of the stderr tail, and logged line by line
+// shows no part of itself in status or Events.
+func TestRunsAreRedactedBeforeTheyAreCut(t *testing.T) {
+	lines := []string{
+		"MIIEowIBAAKCAQEAvN1s0mEwz3Xk9c2YhUq8bq7m1WkT0xRr0a4Z6Jx3FtY2uQ8p",
+		"w0rZk7jQe5Lb1aVn3S9cUoPq2XyHd4GfMi6Ts8Ke0Rz1NwLvBu7CjAhYm5Dg2x3E",
+		"Qk9HtF6aZl4Xs2Wd8Vr1Yp0Nc3Mb5Jg7Ue9Ti2Ro4Ew6Qy8Az0Sx1Dc3Fv5Gb",
+	}
+	pem := "-----BEGIN PRIVATE KEY-----\n" + strings.Join(lines, "\n") + "\n-----END PRIVATE KEY-----\n"
+	secrets := redact.New()
+	secrets.Add(pem)
+	w := newWorld(t, map[string]string{"Artifacts/configure.js": "x"}, lifecycleOp("configure", "configure", nil))
+	w.addPod("smf-a", "rs-uid")
+	events := &eventLog{}
+	w.orch.recorder = events
+	w.exec.fn = func(Target, *protocol.Request) (*protocol.Result, error) {
+		return &protocol.Result{
+			Logs:   append([]string{"key:"}, strings.Split(pem, "\n")...),
+			Error:  "cannot load " + strings.Repeat("x", 900) + pem,
+			Stderr: protocol.Tail(strings.Repeat("y", 500)+pem, 100),
+		}, nil
+	}
+	in := w.input("rev1")
+	in.Redact = secrets
+	w.runOnce(in)
+	w.waitIdle()
+	w.runOnce(in)
+	data, _ := json.Marshal(w.status)
+	shown := append([]string{string(data)}, events.events...)
+	for _, text := range shown {
+		for _, line := range lines {
+			for i := 0; i+8 <= len(line); i++ {
+				if strings.Contains(text, line[i:i+8]) {
+					t.Fatalf("%q of the key shows in %s", line[i:i+8], text)
+				}
+			}
+		}
+	}
+	if !strings.Contains(string(data), "*****") {
+		t.Errorf("status says nothing of the failure: %s", data)
 	}
 }

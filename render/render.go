@@ -212,7 +212,7 @@ func (r *Renderer) renderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 	start := time.Now()
 	budget := Budget(compiled, opts.Timeout)
 	// Read before the driver, which evaluates an owned Clout's functions in place.
-	mayRead := mayReadAttributes(compiled.Clout)
+	mayRead, outputs := mayReadAttributes(compiled.Clout), outputDefinitions(compiled.Clout)
 	realms, err := newRealms(compiled, start, opts.Timeout, budget, r.Log, r.programs)
 	if err != nil {
 		return nil, err
@@ -231,6 +231,7 @@ func (r *Renderer) renderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 		return nil, err
 	}
 	result.ReadsAttributes = renderersRead || mayRead
+	result.OutputDefinitions = outputs
 	result.Warnings = compiled.Warnings()
 	if err := mapVNF(ctx, compiled, data, result, opts, r.Charts); err != nil {
 		return nil, err

@@ -26,6 +26,9 @@ type Result struct {
 	// OutputErrors says why an output could not be evaluated (yet), by output name;
 	// typically it reads an attribute that has not been observed.
 	OutputErrors map[string]string
+	// OutputDefinitions are what the outputs declare besides their values (the inputs
+	// they read, their metadata), by output name; nil when none declares anything.
+	OutputDefinitions map[string]OutputDefinition
 	// Warnings are what the compile and the render tolerated or adjusted, located.
 	Warnings []tosca.Diagnostic
 	// VNF describes the instance of an ETSI SOL001 VNF package (nil for other packages).

@@ -20,7 +20,7 @@ func addLifecycle(mgr ctrl.Manager, opts Options, st *stages, triggers *controll
 	occurrences := &lifecycle.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  oneLineRecorder{mgr.GetEventRecorder("calaf-operator")},
+		Recorder:  newRecorder(mgr, opts),
 		Notify:    triggers.Trigger,
 		Log:       log.WithName("lifecycle"),
 		// The Services of another shard are not gone: their occurrences are its to run.
@@ -62,6 +62,6 @@ func subscriptionReader(opts Options, identities *controller.Identities) func(*v
 func newAlertReceiver(mgr ctrl.Manager, opts Options, log logr.Logger) *lifecycle.AlertReceiver {
 	return &lifecycle.AlertReceiver{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Token: opts.AlertToken, Namespace: opts.Namespace,
-		Recorder: oneLineRecorder{mgr.GetEventRecorder("calaf-operator")}, Log: log.WithName("alerts"), Now: time.Now,
+		Recorder: newRecorder(mgr, opts), Log: log.WithName("alerts"), Now: time.Now,
 	}
 }

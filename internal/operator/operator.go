@@ -40,6 +40,7 @@ import (
 	"calaf.io/calaf/controller"
 	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/internal/outbound"
+	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/orchestration"
 	"calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
@@ -127,6 +128,13 @@ type Options struct {
 	// StateNamespace keeps the Services' compiled state in the operator's namespace
 	// (lockdown mode; default there: LeaderElectionNamespace).
 	StateNamespace string
+	// RevealSecretOutputs publishes the outputs derived from a Secret that a package marks
+	// for publication as they are, instead of redacted.
+	RevealSecretOutputs bool
+
+	// secrets are those of every Service, hidden from the log and Events (made by
+	// NewProcess and Run).
+	secrets *redact.Registry
 	// RestartAfter is the API outage after which the manager is made anew once the API
 	// answers (fresh watches, no backed-off retries); shorter outages only ask for every
 	// Service to be reconciled.
@@ -219,6 +227,8 @@ type Process struct {
 
 // NewProcess makes the stages of an operator process and registers its metrics.
 func NewProcess(config *rest.Config, opts Options, log logr.Logger) (*Process, error) {
+	opts.secrets = redact.NewRegistry()
+	log = redact.Logger(log, opts.secrets)
 	ctrl.SetLogger(log)
 	st, err := newStages(config, opts, opts.registry(), log)
 	if err != nil {
@@ -294,7 +304,7 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
 		Config:           mgr.GetConfig(),
-		Recorder:         oneLineRecorder{mgr.GetEventRecorder("calaf-operator")},
+		Recorder:         newRecorder(mgr, opts),
 		Fetcher:          st.fetcher,
 		Compiler:         st.compiler,
 		Renderer:         st.renderer,
@@ -304,7 +314,9 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		ProgressInterval: opts.ProgressInterval,
 		Policy:           renderPolicy(opts.RenderPolicy),
 		Identities:       st.identities,
+		Secrets:          opts.secrets,
 	}
+	reconciler.RevealSecretOutputs = opts.RevealSecretOutputs
 	if opts.DefaultServiceAccount != "" {
 		reconciler.DefaultServiceAccount, reconciler.StateNamespace = opts.DefaultServiceAccount, opts.StateNamespace
 		if reconciler.StateNamespace == "" {
@@ -313,7 +325,7 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 	}
 	var orchestrator *orchestration.Orchestrator
 	if opts.Orchestration {
-		if orchestrator, err = addOrchestration(mgr, opts, triggers, st.orchestrationMetrics, log); err != nil {
+		if orchestrator, err = addOrchestration(mgr, opts, triggers, st, log); err != nil {
 			return nil, nil, nil, err
 		}
 		reconciler.Orchestrator = orchestrator
@@ -427,7 +439,7 @@ func newFetcher(reader client.Reader, readerFor source.ReaderFunc, opts Options)
 
 // addOrchestration makes the orchestrator (operations run in pods with calaf-runner) and
 // registers the Operation reconciler; both ask for reconciles through triggers.
-func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, m *orchestration.Metrics, log logr.Logger) (*orchestration.Orchestrator, error) {
+func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Triggers, st *stages, log logr.Logger) (*orchestration.Orchestrator, error) {
 	log = log.WithName("orchestrator")
 	runner, err := orchestration.LoadRunner(opts.RunnerPath)
 	if err != nil {
@@ -435,10 +447,10 @@ func addOrchestration(mgr ctrl.Manager, opts Options, triggers *controller.Trigg
 	} else {
 		log.Info("runner loaded", "path", runner.Path, "hash", runner.Hash, "bytes", runner.Size)
 	}
-	recorder := oneLineRecorder{mgr.GetEventRecorder("calaf-operator")}
+	recorder := newRecorder(mgr, opts)
 	orchestrator := orchestration.NewOrchestrator(mgr.GetClient(), orchestration.NewPodExecutor(mgr.GetConfig(), runner), orchestration.Options{
 		Recorder: recorder,
-		Metrics:  m,
+		Metrics:  st.orchestrationMetrics,
 		Notify:   triggers.Trigger,
 		Log:      log,
 	})

@@ -19,6 +19,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
+	"calaf.io/calaf/internal/redact"
 )
 
 // leaderElectionID names the lease the operator's replicas compete for.
@@ -45,6 +46,8 @@ var errRestart = errors.New("the API server came back after a long outage")
 // same leader identity, so the operator converges at once instead of going through a
 // container restart and its crash-loop back-off.
 func Run(ctx context.Context, config *rest.Config, opts Options, log logr.Logger) error {
+	opts.secrets = redact.NewRegistry()
+	log = redact.Logger(log, opts.secrets)
 	ctrl.SetLogger(log)
 	st, err := newStages(config, opts, opts.registry(), log)
 	if err != nil {
