@@ -32,9 +32,10 @@ import (
 // memory limit, non-root and read-only root file system, its service account's token
 // mounted — watching one namespace (the suite's operator stopped meanwhile). At start a
 // worker is asked to open the service-account token, and cannot: the log says so. Two
-// memory bombs and a CPU bomb deployed at once beside a good Service end their workers:
-// the bombs fail with why, the good Service becomes Ready, and the operator's container
-// never restarted nor was killed for memory.
+// memory bombs and a CPU bomb deployed at once beside a good Service fail their own
+// Services alone — the memory bombs end their workers, the spinning scriptlet is stopped
+// at its deadline (its CPU budget, the kernel's, is as long) — the good Service becomes
+// Ready, and the operator's container never restarted nor was killed for memory.
 func TestWorkersConfinedInCluster(t *testing.T) {
 	g := NewWithT(t)
 	c := framework.Connect(t)
