@@ -47,6 +47,8 @@ type deployFlags struct {
 	deletionPolicy string
 	serviceAccount string
 	skipValidation bool
+	// notInstantiated creates the Service NOT_INSTANTIATED.
+	notInstantiated bool
 	// isolation and policy are those of the validation of a local package.
 	isolation   isolation
 	policy      renderPolicy
@@ -89,6 +91,7 @@ func newDeployCommand() *cobra.Command {
 	cmd.Flags().StringVar(&flags.deletionPolicy, "deletion-policy", "Delete", "Delete or Orphan the objects when the Service is deleted")
 	cmd.Flags().StringVar(&flags.serviceAccount, "service-account", "", "service account the operator impersonates to apply")
 	cmd.Flags().BoolVar(&flags.skipValidation, "skip-validation", false, "do not validate a local package before uploading it")
+	cmd.Flags().BoolVar(&flags.notInstantiated, "not-instantiated", false, "create the Service NOT_INSTANTIATED: nothing is deployed until `calaf instantiate`")
 	flags.isolation.register(cmd)
 	flags.policy.register(cmd)
 	cmd.Flags().BoolVar(&flags.wait, "wait", false, "wait until the Service is Ready (or fails), showing progress")
@@ -122,6 +125,9 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 		}
 		exists = false
 	}
+	if exists && flags.notInstantiated && svc.Spec.InstantiationState != v1alpha1.NotInstantiated {
+		return fmt.Errorf("Service %s/%s exists and is instantiated: terminate it with `calaf terminate %s --keep` to make it NOT_INSTANTIATED", namespace, name, name)
+	}
 	check := validation{inputs: inputs, retype: flags.inputs.retype, request: request, options: flags.etsi.options(request), skip: flags.skipValidation, warnings: cmd.ErrOrStderr(),
 		isolation: &flags.isolation, policy: &flags.policy}
 	defer flags.isolation.close()
@@ -141,6 +147,9 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 		svc.Spec.Timeout = &metav1.Duration{Duration: flags.timeout}
 		svc.Spec.DeletionPolicy = v1alpha1.DeletionPolicy(flags.deletionPolicy)
 		svc.Spec.ServiceAccountName = flags.serviceAccount
+		if flags.notInstantiated {
+			svc.Spec.InstantiationState = v1alpha1.NotInstantiated
+		}
 	}
 	if err := writeService(ctx, cmd, c, svc, exists, uploaded, setSpec); err != nil {
 		return err

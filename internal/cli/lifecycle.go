@@ -113,7 +113,8 @@ func startOccurrence(ctx context.Context, out io.Writer, c client.WithWatch, svc
 // autoRollback tells whether a failed occurrence rolls back by itself.
 func autoRollback(op *v1alpha1.Operation, svc *v1alpha1.Service) bool {
 	switch op.Spec.Type {
-	case v1alpha1.OperationScale, v1alpha1.OperationScaleToLevel, v1alpha1.OperationChangePackage, v1alpha1.OperationModify, v1alpha1.OperationOperate:
+	case v1alpha1.OperationInstantiate, v1alpha1.OperationScale, v1alpha1.OperationScaleToLevel, v1alpha1.OperationChangeFlavour,
+		v1alpha1.OperationChangePackage, v1alpha1.OperationModify, v1alpha1.OperationOperate:
 	default:
 		return false
 	}

@@ -45,14 +45,15 @@ func newListCommand() *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAMESPACE\tNAME\tREADY\tREVISION\tAGE\tMESSAGE")
+			fmt.Fprintln(w, "NAMESPACE\tNAME\tREADY\tSTATE\tREVISION\tAGE\tMESSAGE")
 			for _, svc := range list.Items {
 				ready, message := "Unknown", ""
 				if c := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 					ready, message = string(c.Status), c.Message
 				}
 				age := time.Since(svc.CreationTimestamp.Time).Round(time.Second)
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", svc.Namespace, svc.Name, ready, text.Truncate(svc.Status.LastAppliedRevision, 24), age, text.Truncate(message, 80))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", svc.Namespace, svc.Name, ready, orDash(string(svc.Status.InstantiationState)),
+					text.Truncate(svc.Status.LastAppliedRevision, 24), age, text.Truncate(message, 80))
 			}
 			return w.Flush()
 		},
@@ -60,6 +61,14 @@ func newListCommand() *cobra.Command {
 	kube.register(cmd)
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the Services of every namespace")
 	return cmd
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func newDeleteCommand() *cobra.Command {

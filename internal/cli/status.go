@@ -93,6 +93,9 @@ func describe(svc *v1alpha1.Service) string {
 		}
 	}
 	fmt.Fprintf(&b, "Service %s/%s: Ready=%s, generation %d (observed %d)\n", svc.Namespace, svc.Name, state, svc.Generation, svc.Status.ObservedGeneration)
+	if state := instantiationLine(svc); state != "" {
+		fmt.Fprintf(&b, "Instantiation: %s\n", state)
+	}
 	if p := svc.Status.Package; p != nil {
 		fmt.Fprintf(&b, "Package: %s\n", packageLine(p))
 	}
@@ -135,6 +138,20 @@ func describe(svc *v1alpha1.Service) string {
 		}
 	}
 	return b.String()
+}
+
+// instantiationLine says a Service's instantiation state, and the one it goes to.
+func instantiationLine(svc *v1alpha1.Service) string {
+	is, wanted := svc.Status.InstantiationState, svc.Spec.InstantiationState
+	switch {
+	case wanted == v1alpha1.NotInstantiated && is != v1alpha1.NotInstantiated:
+		return "NOT_INSTANTIATED asked: tearing down what runs"
+	case wanted != v1alpha1.NotInstantiated && is == v1alpha1.NotInstantiated:
+		return "INSTANTIATED asked: deploying"
+	case is == v1alpha1.NotInstantiated:
+		return "NOT_INSTANTIATED (nothing deployed)"
+	}
+	return string(is)
 }
 
 // errServiceFailed is returned by waitForService when the Service stalls or fails.

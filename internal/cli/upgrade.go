@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -216,13 +217,32 @@ func printOccurrences(cmd *cobra.Command, ops []v1alpha1.Operation, service stri
 	return w.Flush()
 }
 
-// reasonOf is what an occurrence says of where it stands: its trigger and message.
+// reasonOf is what an occurrence says of where it stands: its trigger, a cancel not
+// carried out yet, its message, and the pods it affected.
 func reasonOf(op *v1alpha1.Operation) string {
 	reason := op.Status.Message
+	if op.Spec.Cancel != "" && !op.Status.OperationState.Final() && !apimeta.IsStatusConditionTrue(op.Status.Conditions, v1alpha1.ConditionCancelled) {
+		reason = "cancel " + string(op.Spec.Cancel) + " asked: " + reason
+	}
 	if by := op.Spec.TriggeredBy; by != nil {
 		reason = "alert " + by.AlertName + ": " + reason
 	}
+	if pods := affectedSummary(op.Status.AffectedPods); pods != "" {
+		reason = pods + "; " + reason
+	}
 	return reason
+}
+
+// affectedSummary counts the pods an occurrence affected: "pods +2 -1 ~0".
+func affectedSummary(pods []v1alpha1.AffectedPod) string {
+	if len(pods) == 0 {
+		return ""
+	}
+	count := map[v1alpha1.ChangeType]int{}
+	for _, p := range pods {
+		count[p.ChangeType]++
+	}
+	return fmt.Sprintf("pods +%d -%d ~%d", count[v1alpha1.ChangeAdded], count[v1alpha1.ChangeRemoved], count[v1alpha1.ChangeModified])
 }
 
 // specToRequest reads a Service's spec.instantiate as a parsed request.

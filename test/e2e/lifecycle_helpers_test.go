@@ -70,6 +70,7 @@ topology_template:
             scale_end: hook
             heal_start: hook
             heal_end: hook
+            instantiate_end: hook
   policies:
   - smf_scaling:
       type: calaf.policies.Scaling
