@@ -23,6 +23,7 @@ func (r *ServiceReconciler) uninstantiate(ctx context.Context, svc *v1alpha1.Ser
 	if requested := svc.Annotations[v1alpha1.ReconcileRequestAnnotation]; requested != "" {
 		svc.Status.LastHandledReconcileAt = requested
 	}
+	r.forgetObjects(svc.Status.Inventory) // nothing of it is applied again, until it is instantiated
 	done, err := r.deleteInReverse(ctx, svc)
 	if done && err == nil && !svc.Spec.RetainVolumes {
 		done, err = r.releaseVolumes(ctx, svc, true)
