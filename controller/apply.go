@@ -230,7 +230,7 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1
 // cache holds another version of it, or none, and its watch has brought neither the
 // applied one nor its deletion yet (echoes.unseen).
 func (r *ServiceReconciler) lateInCache(obj, live *unstructured.Unstructured, fingerprintKey, desired string) bool {
-	if _, watched := r.watched.Load(obj.GroupVersionKind()); !watched || r.fingerprints.get(fingerprintKey).desired != desired {
+	if !r.watches(obj.GroupVersionKind()) || r.fingerprints.get(fingerprintKey).desired != desired {
 		return false
 	}
 	cachedVersion := ""
@@ -238,6 +238,12 @@ func (r *ServiceReconciler) lateInCache(obj, live *unstructured.Unstructured, fi
 		cachedVersion = live.GetResourceVersion()
 	}
 	return r.echoes.unseen(echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()), cachedVersion, time.Now())
+}
+
+// watches tells whether the operator's cache watches a kind.
+func (r *ServiceReconciler) watches(gvk schema.GroupVersionKind) bool {
+	_, ok := r.watched.Load(gvk)
+	return ok
 }
 
 // applyStaged applies objects through fluxcd/pkg/ssa's staged apply and counts what it
@@ -286,15 +292,19 @@ func (r *ServiceReconciler) applyDirect(ctx context.Context, a *access, svc *v1a
 	applied, errs := make([]*unstructured.Unstructured, len(d.objects)), make([]error, len(d.objects))
 	var wg sync.WaitGroup
 	for i, obj := range d.objects {
-		key := echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
-		r.echoes.begin(key)
+		// The watch of a kind not watched yet starts after the apply: it lists the object
+		// as it is then, no echo to wait for.
+		key, echoed := echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()), r.watches(obj.GroupVersionKind())
+		if echoed {
+			r.echoes.begin(key)
+		}
 		wg.Go(func() {
 			applied[i], errs[i] = r.applyOne(ctx, a, svc, obj, d.createOnly[i], &d.lives[i])
 			rv := ""
 			if errs[i] == nil {
 				rv = applied[i].GetResourceVersion()
 			}
-			if r.echoes.done(key, rv) {
+			if echoed && r.echoes.done(key, rv) {
 				result.missed.Store(true)
 			}
 		})

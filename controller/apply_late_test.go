@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,5 +69,40 @@ func TestLateObjectsNotAppliedAgain(t *testing.T) {
 	result, err = r.applyObjects(ctx, a, svc, inv, []*unstructured.Unstructured{obj})
 	if err != nil || applies != 1 || len(result.unseen) != 0 {
 		t.Fatalf("gone after its watch brought its deletion: err %v, %d applies, unseen %v; want it applied again", err, applies, result.unseen)
+	}
+}
+
+// Only applies of watched kinds wait for their echo: the watch of a kind not watched yet
+// starts after the apply and lists the object as it is then (at or after the apply, the
+// version a controller gave it since included), so nothing of it is remembered — nor
+// held back, nor taken to be late.
+func TestEchoesOnlyOfWatchedKinds(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	r := &ServiceReconciler{Client: c}
+	svc := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "svc", UID: "uid-1"}}
+	a := &access{cached: c, direct: c, writer: c}
+	object := func(kind, name string) *unstructured.Unstructured {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: kind})
+		obj.SetNamespace("ns")
+		obj.SetName(name)
+		obj.SetLabels(map[string]string{v1alpha1.LabelService: "svc", v1alpha1.LabelServiceNamespace: "ns"})
+		return obj
+	}
+	r.watched.Store(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, true)
+	objects := []*unstructured.Unstructured{object("ConfigMap", "watched"), object("Endpoints", "not-watched")}
+	if _, err := r.applyObjects(ctx, a, svc, indexInventory(nil), objects); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.echoes.size(); got != 1 {
+		t.Errorf("%d objects wait for their echo, want 1 (the ConfigMap's)", got)
+	}
+	if !r.echoes.unseen(echoKey(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "ns", "watched"), "", time.Now()) {
+		t.Error("the watched kind's apply is not waited for")
 	}
 }
