@@ -11,7 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"calaf.io/calaf/api/v1alpha1"
 )
@@ -201,5 +204,94 @@ func TestGracefulCancelLetsTheRunningStepEnd(t *testing.T) {
 	}
 	if !rn.stopped || len(op.Status.Steps) != 1 || second.runs != 0 {
 		t.Fatalf("after the running step, none begins: stopped %v, %+v, second ran %d times", rn.stopped, op.Status.Steps, second.runs)
+	}
+}
+
+// A TERMINATE that keeps the instance makes the Service NOT_INSTANTIATED (graceful: its
+// teardown operations run); past the graceful timeout it marks the Service to go without
+// them, past that and the occurrence's timeout it fails, and once the Service says nothing
+// is left it removes the mark and is done.
+func TestTearDownTimesOut(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	stored := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "core", Generation: 1}}
+	fc := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+	r := &Reconciler{Client: fc, APIReader: fc, Now: func() time.Time { return now }}
+	op := &v1alpha1.Operation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "term", UID: "u1"}, Spec: v1alpha1.OperationSpec{
+		ServiceName: "core", Type: v1alpha1.OperationTerminate, Timeout: &metav1.Duration{Duration: 20 * time.Second},
+		Terminate: &v1alpha1.TerminateRequest{KeepInstance: true, GracefulTerminationTimeout: 10}}}
+	start := metav1.NewTime(now)
+	op.Status.Steps = []v1alpha1.OperationStep{{Name: tearDownStep.name, Phase: v1alpha1.StepRunning, StartTime: &start}}
+	service := func() *v1alpha1.Service {
+		svc := &v1alpha1.Service{}
+		if err := fc.Get(ctx, client.ObjectKeyFromObject(stored), svc); err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	step := func(after time.Duration) result {
+		now = start.Add(after)
+		return tearDownStep.run(ctx, &run{r: r, op: op, svc: service()}, &op.Status.Steps[0])
+	}
+
+	if res := step(0); res.done || res.err != nil || op.Status.Steps[0].Generation == 0 {
+		t.Fatalf("first run: %+v, %+v", res, op.Status.Steps[0])
+	}
+	if svc := service(); svc.Spec.InstantiationState != v1alpha1.NotInstantiated || svc.Annotations[v1alpha1.AnnotationTeardown] != "" {
+		t.Fatalf("graceful: NOT_INSTANTIATED, teardown operations kept: %+v %v", svc.Spec, svc.Annotations)
+	}
+	if res := step(5 * time.Second); res.done || res.err != nil || service().Annotations[v1alpha1.AnnotationTeardown] != "" {
+		t.Fatalf("within the graceful timeout: %+v", res)
+	}
+	if res := step(11 * time.Second); res.done || res.err != nil || service().Annotations[v1alpha1.AnnotationTeardown] != v1alpha1.TeardownSkip {
+		t.Fatalf("past the graceful timeout the teardown operations are skipped: %+v, %v", res, service().Annotations)
+	}
+	if res := step(31 * time.Second); res.err == nil || !strings.Contains(res.err.Error(), "still being torn down after 30s") {
+		t.Fatalf("past the graceful timeout and the occurrence's: %+v", res)
+	}
+	svc := service()
+	svc.Status.InstantiationState, svc.Status.ObservedGeneration = v1alpha1.NotInstantiated, svc.Generation
+	svc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNotInstantiated,
+		ObservedGeneration: svc.Generation, LastTransitionTime: start}}
+	if err := fc.Status().Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	op.Status.Steps[0].Generation = svc.Generation
+	if res := step(32 * time.Second); !res.done || service().Annotations[v1alpha1.AnnotationTeardown] != "" {
+		t.Fatalf("nothing left: done, the mark removed: %+v, %v", res, service().Annotations)
+	}
+}
+
+// A FORCEFUL cancel of a rollback stops it at once: its running step is recorded Failed,
+// the occurrence FAILED_TEMP (a retry then retries the rollback).
+func TestForcefulCancelOfARollback(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := &Reconciler{Now: func() time.Time { return now }}
+	op := &v1alpha1.Operation{Spec: v1alpha1.OperationSpec{Type: v1alpha1.OperationScale, Cancel: v1alpha1.CancelForceful}}
+	for _, to := range []v1alpha1.OperationState{v1alpha1.StateStarting, v1alpha1.StateProcessing, v1alpha1.StateFailedTemp, v1alpha1.StateRollingBack} {
+		if _, err := enter(op, to, "", "", metav1.NewTime(now)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	op.Status.Steps = []v1alpha1.OperationStep{
+		{Name: "change the Service", Phase: v1alpha1.StepFailed},
+		{Name: "restore what the Service ran", Phase: v1alpha1.StepRunning, Rollback: true, Message: "waiting for health"},
+	}
+	rn := &run{r: r, op: op}
+	if err := rn.proceed(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if op.Status.OperationState != v1alpha1.StateFailedTemp || previousState(op) != v1alpha1.StateRollingBack {
+		t.Fatalf("%s after %s, want FAILED_TEMP after ROLLING_BACK", op.Status.OperationState, previousState(op))
+	}
+	if s := op.Status.Steps[1]; s.Phase != v1alpha1.StepFailed || s.Message != "cancelled (FORCEFUL) while it ran: waiting for health" {
+		t.Fatalf("the rollback's running step: %+v", s)
+	}
+	if op.Status.Message != `cancelled (FORCEFUL) at once, leaving step "restore what the Service ran" where it was, while ROLLING_BACK` {
+		t.Fatalf("message %q", op.Status.Message)
 	}
 }
