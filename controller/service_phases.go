@@ -28,14 +28,14 @@ import (
 type scope struct {
 	Service *v1alpha1.Service
 	// access is how the Service's objects are read and written (identity.go).
-	access   *access
-	Log      logr.Logger
-	Inputs   map[string]any
+	access *access
+	Log    logr.Logger
+	Inputs map[string]any
 	// Redact hides the values read from the Service's inputsFrom Secrets.
 	Redact *redact.Secrets
 	// secretInputs names the inputs whose value came from a Secret.
 	secretInputs map[string]bool
-	Artifact *sourcepkg.Artifact
+	Artifact     *sourcepkg.Artifact
 	// Compiled is the compiled package; nil when the render was cached (ensureCompiled).
 	Compiled *tosca.Compiled
 	Result   *render.Result

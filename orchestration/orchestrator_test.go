@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"calaf.io/calaf/api/v1alpha1"
-	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/artifacts/protocol"
 	"calaf.io/calaf/internal/jsonvalue"
+	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 )
