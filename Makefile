@@ -121,6 +121,7 @@ bench: ## Compile/render against raw Puccini, whole calaf compile/validate proce
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 -timeout 20m -v -run '^TestBenchSources$$' ./test/sources/ -args -report=$(CURDIR)/docs/benchmarks.md
 	$(MAKE) bench-orchestration
 	$(MAKE) bench-lifecycle
+	$(MAKE) bench-nfv
 	$(MAKE) bench-fleet
 	$(MAKE) bench-fleet-costs
 
@@ -147,6 +148,10 @@ bench-orchestration: ## Operations in pods (runner transfer, warm runs) against 
 .PHONY: bench-lifecycle
 bench-lifecycle: ## A SCALE occurrence against kubectl scale of the same workload, on the one-node cluster; writes docs/benchmarks.md.
 	$(GROUND)/with-cluster.sh go test -tags e2e -count=1 -timeout 20m -v -run '^TestLifecycleBench$$' ./test/e2e/ -args -lifecycle-report=$(CURDIR)/docs/benchmarks.md
+
+.PHONY: bench-nfv
+bench-nfv: ## The NFV interface: an instantiation through REST against creating the Service directly, and listing 1,000 instances, on the one-node cluster; writes docs/benchmarks.md.
+	$(GROUND)/with-cluster.sh go test -tags e2e -count=1 -timeout 30m -v -run '^TestNFVBench$$' ./test/e2e/ -args -nfv-report=$(CURDIR)/docs/benchmarks.md
 
 .PHONY: test-e2e
 test-e2e: ## Node-mode end-to-end tests on the one-node cluster (started and stopped here).

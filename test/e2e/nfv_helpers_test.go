@@ -40,6 +40,7 @@ type nfvAPI struct {
 	url       string // the proxy's, what clients use
 	exchanges *exchanges
 	log       string
+	pid       int
 }
 
 // exchanges records what the proxy saw and what broke the contract.
@@ -111,7 +112,7 @@ func startNFVAPI(t *testing.T, args ...string) *nfvAPI {
 		return err
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed(), "calaf nfv-api did not start: %s", readFile(logPath))
 
-	api := &nfvAPI{exchanges: &exchanges{}, log: logPath}
+	api := &nfvAPI{exchanges: &exchanges{}, log: logPath, pid: cmd.Process.Pid}
 	api.url = contractProxy(t, "http://"+addr, api.exchanges)
 	return api
 }
