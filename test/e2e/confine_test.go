@@ -173,4 +173,3 @@ func lastLines(text string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-

@@ -140,4 +140,6 @@ func AccountKubeconfig(ctx context.Context, cs kubernetes.Interface, adminKubeco
 
 // ApplyFile creates (or updates) every object of a YAML file of the repository's, as a user
 // would apply it.
-func ApplyFile(ctx context.Context, c client.Client, file string) error { return applyFile(ctx, c, file) }
+func ApplyFile(ctx context.Context, c client.Client, file string) error {
+	return applyFile(ctx, c, file)
+}
