@@ -38,15 +38,8 @@ func (p *Package) planCompile(inputs map[string]any, opts CompileOptions) (*comp
 	if err != nil {
 		return nil, err
 	}
-	allowed := make(map[string]bool, len(imports))
-	for public, internal := range imports {
-		allowed[public], allowed[internal] = true, true
-	}
-	etsi, err := p.etsiImports(opts.Strict)
+	etsi, err := p.checkImports(opts.Strict)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.preflight(allowed, etsi.mapped); err != nil {
 		return nil, err
 	}
 	metaWarnings, err := p.metaWarnings(opts.Strict)
