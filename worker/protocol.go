@@ -33,6 +33,8 @@ const (
 	opEvaluate = "evaluate"
 	// opProbe opens a file for reading: the pool checks what its workers can reach.
 	opProbe = "probe"
+	// opVNFD reads the VNFD of a VNF package being onboarded (tosca.Package.ReadVNFD).
+	opVNFD = "vnfd"
 )
 
 // hello opens a conversation: both ends must speak the same version over the same wire
@@ -83,6 +85,8 @@ type response struct {
 	Clout []byte
 	// Result is the result of a render, its Objects left to be gathered from its nodes.
 	Result *render.Result
+	// VNFD is what a VNFD read found.
+	VNFD *tosca.PackageVNFD
 	// Invalid holds the diagnostics of a package problem (a *tosca.InvalidError).
 	Invalid []tosca.Diagnostic
 	// Failure is any other error.

@@ -159,6 +159,8 @@ func (s *server) handle(req *request) *response {
 		}
 	case req.Op == opRender, req.Op == opEvaluate:
 		err = s.renderOrEvaluate(ctx, req, pkg, resp)
+	case req.Op == opVNFD:
+		resp.VNFD, err = pkg.ReadVNFD()
 	default:
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}

@@ -58,6 +58,23 @@ func (p *Pool) Compile(ctx context.Context, pkg *tosca.Package, inputs map[strin
 	return clout, nil
 }
 
+// ReadVNFD reads the VNFD of an ETSI SOL001 VNF package in a worker
+// (tosca.Package.ReadVNFD), within the compile deadline: what onboarding a VNF package
+// reads of it.
+func (p *Pool) ReadVNFD(ctx context.Context, pkg *tosca.Package) (*tosca.PackageVNFD, error) {
+	resp, err := p.do(ctx, &request{Op: opVNFD, Package: pkg.Describe()}, p.opts.CompileTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := resp.err(); err != nil {
+		return nil, err
+	}
+	if resp.VNFD == nil {
+		return nil, errors.New("worker: a VNFD read without a VNFD")
+	}
+	return resp.VNFD, nil
+}
+
 // Render renders a compiled package in a worker: render.Renderer's Run.
 func (p *Pool) Render(ctx context.Context, compiled *tosca.Compiled, opts render.Options) (*render.Result, error) {
 	resp, err := p.withClout(ctx, compiled, &request{Op: opRender, Render: opts}, render.Budget(compiled, opts.Timeout)+p.opts.RenderGrace)
