@@ -37,7 +37,7 @@ func readTestPackage(t *testing.T, name string) map[string]string {
 }
 
 // A Service with spec.instantiate deploys the chosen flavour of a SOL001 package with the
-// level's replicas and reports them in status.vnf; another level changes the replicas in
+// level's replicas and reports them in status.vnf, with the VNF's identity; another level changes the replicas in
 // place; a wrong flavourId stalls with the package's flavours, leaving what runs alone.
 // (Pods do not run on the API-server test ground: readiness is the node-mode tests'.)
 func TestInstantiateRequestDrivesTheVNF(t *testing.T) {
@@ -59,6 +59,9 @@ func TestInstantiateRequestDrivesTheVNF(t *testing.T) {
 			svc := getService(g, key)
 			g.Expect(svc.Status.VNF).NotTo(BeNil(), "conditions: %+v", svc.Status.Conditions)
 			g.Expect(svc.Status.VNF.FlavourID).To(Equal("simple"))
+			g.Expect(svc.Status.VNF.VnfdID).To(Equal("6f1d3c2a-5b7e-4c10-9a44-0e2b8d7c1f30"))
+			g.Expect([]string{svc.Status.VNF.VnfProvider, svc.Status.VNF.VnfProductName, svc.Status.VNF.VnfSoftwareVersion, svc.Status.VNF.VnfdVersion}).
+				To(Equal([]string{"Calaf Test Vendor", "Hello CNF", "1.0", "1.0"}))
 			g.Expect(svc.Status.VNF.InstantiationLevelID).To(Equal(level))
 			g.Expect(svc.Status.VNF.VDUs).To(ConsistOf(
 				v1alpha1.VDUStatus{VduID: "front", Workload: "ReplicaSet/front", DesiredReplicas: front},

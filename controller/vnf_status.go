@@ -34,9 +34,10 @@ func instantiateRequest(svc *v1alpha1.Service) (*etsi.Request, tosca.CompileOpti
 	return req, tosca.CompileOptions{Flavour: req.FlavourID}, nil
 }
 
-// reconcileVNFStatus reports the instance of an ETSI SOL001 VNF — flavour, instantiation
-// level, each VDU's desired and ready replicas, each aspect's scale level — and the
-// warnings of the render.
+// reconcileVNFStatus reports the instance of an ETSI SOL001 VNF — who it is (its VNFD
+// id, provider, product and versions, as tosca.VNFD.Identity reads them for onboarding
+// too), flavour, instantiation level, each VDU's desired and ready replicas, each aspect's
+// scale level — and the warnings of the render.
 func (r *ServiceReconciler) reconcileVNFStatus(_ context.Context, s *scope) error {
 	svc := s.Service
 	svc.Status.Warnings = nil
@@ -51,7 +52,9 @@ func (r *ServiceReconciler) reconcileVNFStatus(_ context.Context, s *scope) erro
 		svc.Status.VNF = nil
 		return nil
 	}
-	status := &v1alpha1.VNFStatus{FlavourID: vnf.Flavour, InstantiationLevelID: vnf.Level, Flavours: s.facts.flavours}
+	id := vnf.Identity
+	status := &v1alpha1.VNFStatus{FlavourID: vnf.Flavour, InstantiationLevelID: vnf.Level, Flavours: s.facts.flavours, VnfdID: id.DescriptorID,
+		VnfProvider: id.Provider, VnfProductName: id.ProductName, VnfSoftwareVersion: id.SoftwareVersion, VnfdVersion: id.DescriptorVersion}
 	for _, vdu := range vnf.VDUs {
 		ready, _ := s.Attributes[vdu.Node]["ready_replicas"].(int64)
 		if f, ok := s.Attributes[vdu.Node]["ready_replicas"].(float64); ok {

@@ -99,12 +99,14 @@ type Output struct {
 	VNF VNF
 }
 
-// VNF is the instantiated VNF: its flavour, level, VDUs and aspects.
+// VNF is the instantiated VNF: who it is, its flavour, level, VDUs and aspects.
 type VNF struct {
-	Flavour string
-	Level   string
-	VDUs    []VDU
-	Aspects []AspectStatus
+	// Identity is the VNF node's descriptor id, provider, product and versions.
+	Identity tosca.VNFIdentity
+	Flavour  string
+	Level    string
+	VDUs     []VDU
+	Aspects  []AspectStatus
 	// Levels are the flavour's instantiation levels, sorted.
 	Levels []string
 }
@@ -328,7 +330,7 @@ func (m *mapper) output() *Output {
 		out.Objects[owner] = append(out.Objects[owner], obj.content)
 	}
 	sort.Slice(m.vdus, func(i, j int) bool { return m.vdus[i].Node < m.vdus[j].Node })
-	out.VNF = VNF{Flavour: m.in.VNFD.Flavour, Level: m.level, VDUs: m.vdus, Aspects: m.scaling.aspectStatus(m.level, m.in.Scale, m.profiles),
+	out.VNF = VNF{Identity: m.in.VNFD.Identity(), Flavour: m.in.VNFD.Flavour, Level: m.level, VDUs: m.vdus, Aspects: m.scaling.aspectStatus(m.level, m.in.Scale, m.profiles),
 		Levels: slices.Sorted(maps.Keys(m.scaling.levels))}
 	return out
 }
