@@ -35,6 +35,9 @@ type Artifact struct {
 	// signed it, when the signature verified.
 	Verification *v1alpha1.PackageVerification
 	Signer       *v1alpha1.PackageSigner
+	// Archive is the archive the package came in (its SHA-256 and size); nil for a package
+	// that came as files (git).
+	Archive *Archive
 }
 
 // Error is a failed fetch. Transient errors (network, server, missing object) are retried
@@ -146,6 +149,9 @@ func (f *Fetcher) Fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, 
 	if err := f.verify(ctx, svc, &verified); err != nil {
 		return nil, err
 	}
+	if archive, ok := f.Store.ArchiveOf(verified.Package); ok {
+		verified.Archive = &archive
+	}
 	return &verified, nil
 }
 
@@ -167,6 +173,8 @@ func (f *Fetcher) fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, 
 			return nil, permanent(v1alpha1.ReasonInvalidSource, "OCI sources are not enabled in this operator")
 		}
 		return f.OCI.Fetch(ctx, svc)
+	case src.VnfPackage != nil:
+		return f.fetchVnfPackage(ctx, svc)
 	}
 	return nil, permanent(v1alpha1.ReasonInvalidSource, "the source names no package")
 }

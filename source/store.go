@@ -34,6 +34,14 @@ type Store struct {
 	order    *list.List
 	entries  map[string]*list.Element
 	evidence map[*tosca.Package]*sol004.Evidence
+	archives map[*tosca.Package]Archive
+}
+
+// Archive is the archive a stored package was extracted from: its SHA-256 (hex) and size
+// in bytes.
+type Archive struct {
+	SHA256 string
+	Size   int64
 }
 
 type storeEntry struct {
@@ -50,7 +58,8 @@ func NewStore(dir string, maxBytes int64, limits tosca.Limits) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, maxBytes: maxBytes, limits: limits, openArchive: tosca.OpenArchive, openDirectory: tosca.Open, order: list.New(), entries: map[string]*list.Element{}, evidence: map[*tosca.Package]*sol004.Evidence{}}, nil
+	return &Store{dir: dir, maxBytes: maxBytes, limits: limits, openArchive: tosca.OpenArchive, openDirectory: tosca.Open, order: list.New(), entries: map[string]*list.Element{}, evidence: map[*tosca.Package]*sol004.Evidence{},
+		archives: map[*tosca.Package]Archive{}}, nil
 }
 
 // Get returns the package stored under key (an archive SHA-256 or a source revision).
@@ -75,21 +84,35 @@ func (s *Store) Evidence(pkg *tosca.Package) (*sol004.Evidence, bool) {
 	return evidence, ok
 }
 
+// ArchiveOf returns the archive a stored package was extracted from; ok is false for a
+// package read from a directory, or no longer stored.
+func (s *Store) ArchiveOf(pkg *tosca.Package) (Archive, bool) {
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	archive, ok := s.archives[pkg]
+	return archive, ok
+}
+
 // PutArchive extracts an archive and stores it under key (its SHA-256 when key is empty).
 // A SOL004 option 2 zip is unwrapped: the CSAR it holds is the package, its signature
 // the evidence.
 func (s *Store) PutArchive(key string, archive []byte, name string) (*tosca.Package, error) {
+	var sum string
 	if key == "" {
-		key = SHA256(archive)
+		sum = SHA256(archive)
+		key = sum
 	}
 	if pkg, ok := s.Get(key); ok {
 		return pkg, nil
+	}
+	if sum == "" {
+		sum = SHA256(archive)
 	}
 	pkg, evidence, err := s.readArchive(archive, name)
 	if err != nil {
 		return nil, err
 	}
-	return s.adopt(key, pkg, evidence)
+	return s.adopt(key, pkg, evidence, &Archive{SHA256: sum, Size: int64(len(archive))})
 }
 
 // readArchive extracts an archive, checks it against its manifest and examines its
@@ -149,7 +172,7 @@ func (s *Store) PutDirectory(key, dir string) (*tosca.Package, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.adopt(key, pkg, evidence)
+	return s.adopt(key, pkg, evidence, nil)
 }
 
 // readDirectory reads the package in dir, which it then owns (removed with the package, or
@@ -192,7 +215,7 @@ func (s *Store) Len() (int, int64) {
 	return s.order.Len(), s.size
 }
 
-func (s *Store) adopt(key string, pkg *tosca.Package, evidence *sol004.Evidence) (*tosca.Package, error) {
+func (s *Store) adopt(key string, pkg *tosca.Package, evidence *sol004.Evidence, archive *Archive) (*tosca.Package, error) {
 	var size int64
 	for _, f := range pkg.Files {
 		size += f.Size
@@ -205,6 +228,9 @@ func (s *Store) adopt(key string, pkg *tosca.Package, evidence *sol004.Evidence)
 	}
 	s.entries[key] = s.order.PushFront(&storeEntry{key: key, pkg: pkg, size: size})
 	s.evidence[pkg] = evidence
+	if archive != nil {
+		s.archives[pkg] = *archive
+	}
 	s.size += size
 	for s.size > s.maxBytes && s.order.Len() > 1 {
 		oldest := s.order.Back()
@@ -212,6 +238,7 @@ func (s *Store) adopt(key string, pkg *tosca.Package, evidence *sol004.Evidence)
 		s.order.Remove(oldest)
 		delete(s.entries, entry.key)
 		delete(s.evidence, entry.pkg)
+		delete(s.archives, entry.pkg)
 		s.size -= entry.size
 		entry.pkg.Close()
 	}

@@ -45,6 +45,15 @@ const (
 	ReasonOperationFailed   = "OperationFailed"
 	ReasonDeleting          = "Deleting"
 	ReasonInternalError     = "InternalError"
+	// ReasonVnfPackageNotFound: no VnfPackage of the namespace holds the VNFD id the
+	// Service names (spec.source.vnfPackage).
+	ReasonVnfPackageNotFound = "VnfPackageNotFound"
+	// ReasonVnfPackageNotReady: the VnfPackage is being onboarded (the Service waits), was
+	// refused, or is being deleted.
+	ReasonVnfPackageNotReady = "VnfPackageNotReady"
+	// ReasonVnfPackageDisabled: the VnfPackage is DISABLED, and the Service does not run it
+	// yet: a disabled package is not newly instantiated.
+	ReasonVnfPackageDisabled = "VnfPackageDisabled"
 	// ReasonNotReached: an earlier stage failed for this generation, so this one is not
 	// known (status Unknown) — what runs is still an earlier revision's.
 	ReasonNotReached = "NotReached"
@@ -57,3 +66,13 @@ var StuckPodReasons = []string{
 	"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
 	"CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
 }
+
+// Reasons of a VnfPackage's Ready condition besides those of a Service's source
+// (Succeeded, Progressing, FetchFailed, InvalidSource, IntegrityFailed,
+// AuthenticationFailed, InvalidPackage, InternalError).
+const (
+	// ReasonNoContent: the package has no content yet (spec.source).
+	ReasonNoContent = "NoContent"
+	// ReasonDuplicateVnfdID: another package of the namespace holds the VNFD id already.
+	ReasonDuplicateVnfdID = "DuplicateVnfdId"
+)
