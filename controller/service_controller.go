@@ -129,6 +129,7 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Service{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(r.Triggers.source()).
+		Watches(&v1alpha1.VnfPackage{}, handler.EnqueueRequestsFromMapFunc(r.servicesOfPackage), builder.WithPredicates(packageUsability{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	if r.lockdown() {
 		// The operator may not watch the Services' objects: they are checked on the
@@ -212,6 +213,11 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		if err := r.Patch(ctx, svc, patch); err != nil {
 			return ctrl.Result{}, err
 		}
+		before.ObjectMeta = *svc.ObjectMeta.DeepCopy()
+	}
+	if patched, err := r.ensureVnfdLabel(ctx, svc); err != nil {
+		return ctrl.Result{}, err
+	} else if patched {
 		before.ObjectMeta = *svc.ObjectMeta.DeepCopy()
 	}
 	if svc.Spec.Suspend {
