@@ -41,6 +41,7 @@ import (
 	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/internal/redact"
+	"calaf.io/calaf/onboarding"
 	"calaf.io/calaf/orchestration"
 	"calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
@@ -253,6 +254,7 @@ type stages struct {
 	fetcher              *source.Fetcher
 	compiler             *tosca.Compiler
 	renderer             *render.Renderer
+	readVNFD             onboarding.VNFDReader
 	identity             string
 	// outbound sends the requests made on a user's behalf (notifications).
 	outbound *outbound.Client
@@ -281,13 +283,14 @@ func newStages(config *rest.Config, opts Options, registry prometheus.Registerer
 	renderer.Log = log.WithName("render")
 	renderer.OnRender = m.ObserveRender
 	renderer.Charts = helmchart.Engine{}
-	if err := isolate(compiler, renderer, opts, registry, log); err != nil {
+	readVNFD, err := isolate(compiler, renderer, opts, registry, log)
+	if err != nil {
 		return nil, err
 	}
 	hostname, _ := os.Hostname()
 	return &stages{
 		metrics: m, identities: identities, orchestrationMetrics: orchestration.NewMetrics(registry),
-		fetcher: fetcher, compiler: compiler, renderer: renderer,
+		fetcher: fetcher, compiler: compiler, renderer: renderer, readVNFD: readVNFD,
 		identity: hostname + "_" + string(uuid.NewUUID()),
 		outbound: newOutbound(context.Background(), reader, opts, log.WithName("outbound")),
 	}, nil
@@ -336,6 +339,9 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 	if err := addLifecycle(mgr, opts, st, triggers, log); err != nil {
 		return nil, nil, nil, err
 	}
+	if err := addOnboarding(mgr, opts, st); err != nil {
+		return nil, nil, nil, err
+	}
 	if err := addWebhook(mgr, opts, triggers, log); err != nil {
 		return nil, nil, nil, err
 	}
@@ -363,6 +369,8 @@ func newManager(config *rest.Config, opts Options, identity string) (ctrl.Manage
 			&v1alpha1.Service{}:               {Label: opts.serviceSelector()},
 			&v1alpha1.Operation{}:             {Label: labels.Everything()},
 			&v1alpha1.LifecycleSubscription{}: {Label: labels.Everything()},
+			// VnfPackages are sharded as Services are, by the same label.
+			&v1alpha1.VnfPackage{}: {Label: opts.serviceSelector()},
 		},
 		DefaultTransform: trimForCache,
 	}
@@ -435,6 +443,23 @@ func newFetcher(reader client.Reader, readerFor source.ReaderFunc, opts Options)
 		}
 	}
 	return fetcher, nil
+}
+
+// addOnboarding registers the reconciler of VnfPackages (package onboarding): their
+// content fetched by the Services' fetcher, their VNFD read in a worker. A shard counts
+// the users of its packages on the API server: its cache holds its own Services only.
+func addOnboarding(mgr ctrl.Manager, opts Options, st *stages) error {
+	packages := &onboarding.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Fetcher:   st.fetcher,
+		ReadVNFD:  st.readVNFD,
+		Recorder:  newRecorder(mgr, opts),
+	}
+	if opts.ServiceSelector != nil {
+		packages.Services = mgr.GetAPIReader()
+	}
+	return packages.SetupWithManager(mgr, opts.Concurrency)
 }
 
 // addOrchestration makes the orchestrator (operations run in pods with calaf-runner) and

@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"calaf.io/calaf/onboarding"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/worker"
@@ -17,16 +18,18 @@ import (
 // recurses without end or exhausts memory then ends its worker and fails its own Service,
 // never the operator. The pool lives as long as the process; its first worker starts now.
 // Either way the renderer keeps its cached results encoded (worker.ResultCodec).
-func isolate(compiler *tosca.Compiler, renderer *render.Renderer, opts Options, registry prometheus.Registerer, log logr.Logger) error {
+//
+// It returns how the VNFD of a VNF package being onboarded is read: in a worker too.
+func isolate(compiler *tosca.Compiler, renderer *render.Renderer, opts Options, registry prometheus.Registerer, log logr.Logger) (onboarding.VNFDReader, error) {
 	renderer.Codec = worker.ResultCodec{} // cached renders kept encoded: several times smaller
 	if opts.InProcess {
-		return nil
+		return func(_ context.Context, pkg *tosca.Package) (*tosca.PackageVNFD, error) { return pkg.ReadVNFD() }, nil
 	}
 	workers := opts.Workers.WithMetrics(worker.NewMetrics(registry))
 	workers.Log = log.WithName("worker")
 	pool, err := worker.New(workers)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	compiler.Run = pool.Compile
 	renderer.Run = pool.Render
@@ -37,7 +40,7 @@ func isolate(compiler *tosca.Compiler, renderer *render.Renderer, opts Options, 
 		}
 		checkConfinement(context.Background(), pool, opts.Credentials, log)
 	}()
-	return nil
+	return pool.ReadVNFD, nil
 }
 
 // ServiceAccountToken is where Kubernetes mounts the token of a pod's service account.

@@ -156,6 +156,9 @@ var mayImport = map[string][]string{
 	// outbound is the one client of requests made on a user's behalf, under the
 	// admin's outbound policy: it knows nothing of Calaf's resources.
 	"internal/outbound": {},
+	// onboarding onboards VnfPackages: their content fetched by source, their VNFD read
+	// by the reader it is given (a worker's), never parsed in its own process.
+	"onboarding": {"api/v1alpha1", "source", "tosca"},
 	// worker runs tosca and render in child processes; only the wiring (and the CLI)
 	// choose to use it, so the stages stay unaware of where they run.
 	"worker":       {"tosca", "etsi/chart", "render", "worker/crash"},
@@ -163,7 +166,7 @@ var mayImport = map[string][]string{
 	// front is calaf's front process: it starts calaf-offline and calaf-full, and links
 	// none of Calaf's stages.
 	"internal/front":    {"worker/crash"},
-	"internal/operator": {"api/v1alpha1", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "worker", "policy", "internal/outbound"},
+	"internal/operator": {"api/v1alpha1", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "onboarding", "worker", "policy", "internal/outbound"},
 	// nfvapi is a front like the CLI: it acts on the API's resources only, as its callers.
 	"nfvapi":           {"api/v1alpha1", "render", "nfvapi/sol013", "internal/outbound"},
 	"nfvapi/sol013":    {},
