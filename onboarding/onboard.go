@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,22 +19,26 @@ import (
 // maxFailure bounds status.onboardingFailure.
 const maxFailure = 1024
 
-// onboard brings the onboarding of the package's generation to its end: PROCESSING
-// (written at once, so that it is seen while the content is fetched), then ONBOARDED or
-// ERROR. A package without content is CREATED; one whose status says how this
-// generation's onboarding ended is left alone. A failure that may pass (network, no
-// worker) keeps it PROCESSING and is returned, to be retried with backoff.
+// onboard brings the onboarding of the package's content (spec.source and spec.verify)
+// to its end: PROCESSING (written at once, so that it is seen while the content is
+// fetched), then ONBOARDED or ERROR. A package without content is CREATED; one whose
+// status says how the onboarding of this content ended is left alone (a change of its
+// operational state or user data onboards nothing again). A failure that may pass
+// (network, no worker) keeps it PROCESSING and is returned, to be retried with backoff.
 func (r *Reconciler) onboard(ctx context.Context, pkg, before *v1alpha1.VnfPackage) error {
 	st := &pkg.Status
+	st.ObservedGeneration = pkg.Generation
 	if pkg.Spec.Source == nil {
 		setCreated(pkg)
 		return nil
 	}
-	if st.ObservedGeneration == pkg.Generation && (st.OnboardingState == v1alpha1.OnboardingOnboarded || st.OnboardingState == v1alpha1.OnboardingError) {
+	same := apiequality.Semantic.DeepEqual(st.OnboardedSource, pkg.Spec.Source) && apiequality.Semantic.DeepEqual(st.OnboardedVerify, pkg.Spec.Verify)
+	if same && (st.OnboardingState == v1alpha1.OnboardingOnboarded || st.OnboardingState == v1alpha1.OnboardingError) {
 		return nil
 	}
-	if st.ObservedGeneration != pkg.Generation || st.OnboardingState != v1alpha1.OnboardingProcessing {
-		st.ObservedGeneration, st.OnboardingState, st.OnboardingFailure = pkg.Generation, v1alpha1.OnboardingProcessing, ""
+	if !same || st.OnboardingState != v1alpha1.OnboardingProcessing {
+		st.OnboardingState, st.OnboardingFailure = v1alpha1.OnboardingProcessing, ""
+		st.OnboardedSource, st.OnboardedVerify = pkg.Spec.Source.DeepCopy(), pkg.Spec.Verify.DeepCopy()
 		setReady(pkg, metav1.ConditionFalse, v1alpha1.ReasonProgressing, "fetching and checking the content")
 		if err := r.patchStatus(ctx, before, pkg); err != nil {
 			return err
@@ -97,7 +102,8 @@ func firstDiagnostic(err error) string {
 func (r *Reconciler) refuse(ctx context.Context, pkg *v1alpha1.VnfPackage, reason, message string) error {
 	message = text.OneLine(message, maxFailure)
 	pkg.Status = v1alpha1.VnfPackageStatus{ObservedGeneration: pkg.Generation, OnboardingState: v1alpha1.OnboardingError,
-		UsageState: pkg.Status.UsageState, OnboardingFailure: message, Conditions: pkg.Status.Conditions}
+		UsageState: pkg.Status.UsageState, OnboardingFailure: message, Conditions: pkg.Status.Conditions,
+		OnboardedSource: pkg.Status.OnboardedSource, OnboardedVerify: pkg.Status.OnboardedVerify}
 	setReady(pkg, metav1.ConditionFalse, reason, message)
 	if r.Recorder != nil {
 		r.Recorder.Eventf(pkg, nil, "Warning", reason, "Onboard", "%s", message)

@@ -72,6 +72,15 @@ func TestOnboarding(t *testing.T) {
 	g.Eventually(states, 10*time.Second).Should(ContainElements(v1alpha1.OnboardingProcessing, v1alpha1.OnboardingOnboarded))
 	seen := states()
 	g.Expect(seen[len(seen)-1]).To(Equal(v1alpha1.OnboardingOnboarded), "PROCESSING, then ONBOARDED: %v", seen)
+
+	// Disabling it, or changing the user's data, onboards nothing again.
+	patch := client.MergeFrom(pkg.DeepCopy())
+	pkg.Spec.OperationalState, pkg.Spec.UserDefinedData = v1alpha1.PackageDisabled, map[string]string{"owner": "core team"}
+	g.Expect(env.client.Patch(context.Background(), pkg, patch)).To(Succeed())
+	disabled := waitOnboarding(t, key, v1alpha1.OnboardingOnboarded)
+	g.Expect(disabled.Generation).To(BeNumerically(">", pkg.Status.ObservedGeneration))
+	g.Expect(states()).To(Equal(seen), "no PROCESSING since")
+	g.Expect(disabled.Status.Revision).To(Equal(st.Revision))
 }
 
 // watchStates watches the VnfPackages of a namespace and returns the onboarding states

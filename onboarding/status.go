@@ -16,6 +16,7 @@ func setOnboarded(pkg *v1alpha1.VnfPackage, artifact *source.Artifact, vnfd *tos
 	st := v1alpha1.VnfPackageStatus{
 		ObservedGeneration: pkg.Generation, OnboardingState: v1alpha1.OnboardingOnboarded, UsageState: pkg.Status.UsageState,
 		Revision: artifact.Revision, Conditions: pkg.Status.Conditions,
+		OnboardedSource: pkg.Status.OnboardedSource, OnboardedVerify: pkg.Status.OnboardedVerify,
 		VnfdID: id.DescriptorID, VnfProvider: id.Provider, VnfProductName: id.ProductName,
 		VnfSoftwareVersion: id.SoftwareVersion, VnfdVersion: id.DescriptorVersion,
 		Flavours: vnfd.Flavours, CompatibleSpecificationVersions: vnfd.CompatibleSpecificationVersions,

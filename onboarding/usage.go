@@ -29,7 +29,7 @@ func (r *Reconciler) reconcileUsage(ctx context.Context, pkg *v1alpha1.VnfPackag
 	if used == controllerutil.ContainsFinalizer(pkg, v1alpha1.VnfPackageFinalizer) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(pkg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	patch := client.MergeFrom(pkg.DeepCopy())
 	if used {
 		controllerutil.AddFinalizer(pkg, v1alpha1.VnfPackageFinalizer)
 	} else {

@@ -46,8 +46,9 @@ func (f *Fetcher) FetchPackage(ctx context.Context, pkg *v1alpha1.VnfPackage) (*
 }
 
 // fetchVnfPackage fetches the package of a Service that names a VnfPackage by VNFD id:
-// the namespace's VnfPackage of that id, read as the identity the Service acts with, at
-// the revision its onboarding verified — if the Service may use it (usable).
+// the namespace's VnfPackage of that id, read as the identity the Service acts with, from
+// the source and at the revision its onboarding verified — if the Service may use it
+// (usable).
 func (f *Fetcher) fetchVnfPackage(ctx context.Context, svc *v1alpha1.Service) (*Artifact, error) {
 	reader, err := readerOf(f.ReaderFor, f.Reader, svc)
 	if err != nil {
@@ -60,7 +61,7 @@ func (f *Fetcher) fetchVnfPackage(ctx context.Context, svc *v1alpha1.Service) (*
 	if err := usable(pkg, svc); err != nil {
 		return nil, err
 	}
-	pinned, err := PinSource(*pkg.Spec.Source, pkg.Status.Revision)
+	pinned, err := PinSource(*pkg.Status.OnboardedSource, pkg.Status.Revision)
 	if err != nil {
 		return nil, permanent(v1alpha1.ReasonInvalidSource, "VnfPackage %s: %v", pkg.Name, err)
 	}
@@ -104,11 +105,10 @@ func ResolveVnfPackage(ctx context.Context, reader client.Reader, namespace, vnf
 	return &found[0], nil
 }
 
-// onboarded tells whether a package's status is its current onboarding's, and says
-// ONBOARDED.
+// onboarded tells whether a package's status says ONBOARDED, with the source and
+// revision onboarding verified.
 func onboarded(pkg *v1alpha1.VnfPackage) bool {
-	return pkg.Status.OnboardingState == v1alpha1.OnboardingOnboarded && pkg.Status.ObservedGeneration == pkg.Generation &&
-		pkg.Spec.Source != nil && pkg.Status.Revision != ""
+	return pkg.Status.OnboardingState == v1alpha1.OnboardingOnboarded && pkg.Status.OnboardedSource != nil && pkg.Status.Revision != ""
 }
 
 // usable tells whether a Service may use a package: ONBOARDED, and ENABLED and not being
@@ -118,7 +118,7 @@ func onboarded(pkg *v1alpha1.VnfPackage) bool {
 func usable(pkg *v1alpha1.VnfPackage, svc *v1alpha1.Service) error {
 	name := pkg.Name
 	switch {
-	case !onboarded(pkg) && pkg.Status.OnboardingState == v1alpha1.OnboardingError && pkg.Status.ObservedGeneration == pkg.Generation:
+	case pkg.Status.OnboardingState == v1alpha1.OnboardingError:
 		return permanent(v1alpha1.ReasonVnfPackageNotReady, "VnfPackage %s was refused: %s", name, pkg.Status.OnboardingFailure)
 	case !onboarded(pkg):
 		return transient(v1alpha1.ReasonVnfPackageNotReady, "VnfPackage %s is being onboarded", name)

@@ -116,7 +116,7 @@ type PackageArtifact struct {
 
 // VnfPackageStatus is what onboarding found.
 type VnfPackageStatus struct {
-	// ObservedGeneration is the generation onboarding last looked at.
+	// ObservedGeneration is the generation the operator last looked at.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// OnboardingState: CREATED, UPLOADING, PROCESSING, ONBOARDED or ERROR.
@@ -129,6 +129,13 @@ type VnfPackageStatus struct {
 	// Services using the package fetch exactly it.
 	// +optional
 	Revision string `json:"revision,omitempty"`
+	// OnboardedSource and OnboardedVerify are the spec.source and spec.verify that the
+	// onboarding this status describes read: onboarding runs again when either changes,
+	// not when the operational state or the user's data do.
+	// +optional
+	OnboardedSource *Source `json:"onboardedSource,omitempty"`
+	// +optional
+	OnboardedVerify *VerifySpec `json:"onboardedVerify,omitempty"`
 	// Checksum of the package's content as uploaded.
 	// +optional
 	Checksum *PackageChecksum `json:"checksum,omitempty"`
