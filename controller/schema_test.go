@@ -42,8 +42,8 @@ func TestAPIServerValidatesServices(t *testing.T) {
 		name, field string
 		mutate      func(*v1alpha1.Service)
 	}{
-		{"no-source", "exactly one of url, upload, git and oci must be set", func(s *v1alpha1.Service) { s.Spec.Source = v1alpha1.Source{} }},
-		{"two-sources", "exactly one of url, upload, git and oci must be set", func(s *v1alpha1.Service) { s.Spec.Source.URL = "https://example.com/x.csar" }},
+		{"no-source", "exactly one of url, upload, git, oci and vnfPackage must be set", func(s *v1alpha1.Service) { s.Spec.Source = v1alpha1.Source{} }},
+		{"two-sources", "exactly one of url, upload, git, oci and vnfPackage must be set", func(s *v1alpha1.Service) { s.Spec.Source.URL = "https://example.com/x.csar" }},
 		{"bad-policy", "spec.deletionPolicy", func(s *v1alpha1.Service) { s.Spec.DeletionPolicy = "Shred" }},
 		{"bad-digest", "spec.source.upload.sha256", func(s *v1alpha1.Service) { s.Spec.Source.Upload.SHA256 = "not-a-digest" }},
 		{"bad-url", "spec.source.url", func(s *v1alpha1.Service) {
