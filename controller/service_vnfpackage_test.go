@@ -165,7 +165,8 @@ func TestVnfPackageReadAsTheServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	onboardHello(t, ns, "hello")
-	g.Expect(env.client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nfvo"}})).To(Succeed())
+	g.Expect(env.client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nfvo",
+		Labels: map[string]string{v1alpha1.LabelUsableByServices: "true"}}})).To(Succeed())
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nfvo"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}
 	g.Expect(env.client.Create(ctx, role)).To(Succeed())
