@@ -111,7 +111,7 @@ var tearDownStep = step{name: "tear down what the Service runs", run: func(ctx c
 	case rn.elapsed(rec) > graceful+rn.timeout():
 		return failed("what Service %s ran is still being torn down after %v: %s", rn.svc.Name, graceful+rn.timeout(), readyMessage(apimeta.FindStatusCondition(rn.svc.Status.Conditions, v1alpha1.ConditionReady)))
 	}
-	return waiting("tearing down what the Service ran: %s", readyMessage(apimeta.FindStatusCondition(rn.svc.Status.Conditions, v1alpha1.ConditionReady)))
+	return waiting("waiting for what the Service ran to go; it says: %s", readyMessage(apimeta.FindStatusCondition(rn.svc.Status.Conditions, v1alpha1.ConditionReady)))
 }}
 
 // stopInstance makes the Service NOT_INSTANTIATED; a FORCEFUL termination marks it to go

@@ -45,14 +45,21 @@ func kubectlGet(t *testing.T, args ...string) string {
 
 // A VNF instance's life on real pods, as an NFVO leads it: created NOT_INSTANTIATED
 // (nothing runs); INSTANTIATE runs its pods (configured once, its instantiate_end hook
-// once, the pod reported ADDED); SCALE; TERMINATE keeping the instance removes every pod
-// (reported REMOVED) and leaves the Service NOT_INSTANTIATED, as calaf and kubectl say;
+// once, the pod reported ADDED); SCALE; TERMINATE keeping the instance runs the Standard
+// stop operation, removes every pod (reported REMOVED) and leaves the Service
+// NOT_INSTANTIATED, as calaf and kubectl say;
 // INSTANTIATE again starts it at the level its package declares; then it is deleted.
 func TestInstanceLife(t *testing.T) {
 	g := NewWithT(t)
 	c := framework.Connect(t)
 	ns := c.Namespace(t, "e2e-instance")
 	dir := lcmPackage(t, "", 0)
+	// A Standard stop operation shows that the teardown of a kept instance runs it.
+	template, err := os.ReadFile(filepath.Join(dir, "service.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	withStop := strings.Replace(string(template), "            configure: configure\n", "            configure: configure\n            stop: hook\n", 1)
+	g.Expect(withStop).NotTo(Equal(string(template)))
+	g.Expect(os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(withStop), 0o644)).To(Succeed())
 	calaf(t, "deploy", "core", dir, "-n", ns, "-i=image="+framework.BusyboxImage, "--not-instantiated", "--wait", "--wait-timeout=2m")
 	svc := getService(t, ns, "core")
 	g.Expect(svc.Status.InstantiationState).To(Equal(v1alpha1.NotInstantiated))
@@ -80,6 +87,9 @@ func TestInstanceLife(t *testing.T) {
 	t.Logf("calaf terminate --keep:\n%s", out)
 	g.Expect(out).To(ContainSubstring("COMPLETED: Service core terminated: it is NOT_INSTANTIATED"))
 	g.Expect(servicePods(t, c, ns, "core", "smf")).To(BeEmpty())
+	stops := teardownEvents(t, ns)
+	g.Expect(stops).To(HaveLen(1))
+	g.Expect(stops[0]).To(ContainSubstring("Standard.stop succeeded in core-smf-"), "the teardown operation ran before the pods went")
 	term := createdOccurrence(t, ns, out)
 	g.Expect(affectedOf(&term)).To(Equal(map[v1alpha1.ChangeType][]string{v1alpha1.ChangeRemoved: two}))
 	svc = getService(t, ns, "core")
@@ -98,7 +108,7 @@ func TestInstanceLife(t *testing.T) {
 	g.Expect(getService(t, ns, "core").Status.InstantiationState).To(Equal(v1alpha1.Instantiated))
 
 	calaf(t, "delete", "core", "-n", ns, "--wait")
-	err := suite.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "core"}, &v1alpha1.Service{})
+	err = suite.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "core"}, &v1alpha1.Service{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 	g.Eventually(func() map[string]corev1.Pod { return servicePods(t, c, ns, "core", "smf") }, time.Minute, time.Second).Should(BeEmpty())
 }
