@@ -114,7 +114,8 @@ func (m *mapper) readManifest(file string) ([]*object, error) {
 			return objects, nil
 		}
 		if err != nil {
-			return nil, tosca.Invalid(file, "invalid YAML: %v", err)
+			line, problem := tosca.YAMLProblem(err)
+			return nil, &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{File: file, Line: line, Message: "invalid YAML: " + problem}}}
 		}
 		if count == maxDocumentsPerFile {
 			return nil, tosca.Invalid(file, "more than %d YAML documents", maxDocumentsPerFile)
@@ -141,7 +142,8 @@ func (m *mapper) manifestObject(file string, doc *yaml.Node) (*object, error) {
 	}
 	var content map[string]any
 	if err := top.Decode(&content); err != nil {
-		return nil, &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{File: file, Line: top.Line, Message: "not a Kubernetes object: " + err.Error()}}}
+		line, problem := tosca.YAMLProblem(err)
+		return nil, &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{File: file, Line: max(line, top.Line), Message: "not a Kubernetes object: " + problem}}}
 	}
 	content = normalize(content).(map[string]any)
 	kind, name := asString(content["kind"]), objectName(content)

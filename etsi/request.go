@@ -54,10 +54,12 @@ func ParseRequest(name string, data []byte) (*Request, error) {
 	} else {
 		var node yaml.Node
 		if err := yaml.Unmarshal(trimmed, &node); err != nil {
-			return nil, tosca.Invalid(name, "the instantiate request is neither JSON nor YAML: %v", err)
+			line, problem := tosca.YAMLProblem(err)
+			return nil, &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{File: name, Line: line, Message: "the instantiate request is neither JSON nor YAML: " + problem}}}
 		}
 		if err := node.Decode(&raw); err != nil {
-			return nil, tosca.Invalid(name, "the instantiate request is not a map: %v", err)
+			line, problem := tosca.YAMLProblem(err)
+			return nil, &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{File: name, Line: line, Message: "the instantiate request is not a map: " + problem}}}
 		}
 	}
 	return FromMap(name, raw)
@@ -73,7 +75,7 @@ func FromMap(name string, raw map[string]any) (*Request, error) {
 		case string:
 			*into = v
 		default:
-			diags = append(diags, tosca.Diagnostic{File: name, Path: key, Message: fmt.Sprintf("is %T, not a string", v)})
+			diags = append(diags, tosca.Diagnostic{File: name, Path: key, Message: fmt.Sprintf("is %s, not a string", tosca.KindOf(v))})
 		}
 	}
 	field("flavourId", &req.FlavourID)
@@ -83,7 +85,7 @@ func FromMap(name string, raw map[string]any) (*Request, error) {
 	case map[string]any:
 		req.AdditionalParams = v
 	default:
-		diags = append(diags, tosca.Diagnostic{File: name, Path: "additionalParams", Message: fmt.Sprintf("is %T, not a map", v)})
+		diags = append(diags, tosca.Diagnostic{File: name, Path: "additionalParams", Message: fmt.Sprintf("is %s, not a map", tosca.KindOf(v))})
 	}
 	if links, ok := normalize(raw["extVirtualLinks"]).([]any); ok {
 		req.ExtVirtualLinks = links
@@ -128,12 +130,12 @@ func (r *Request) params() (*params, error) {
 	if files, ok := a["lcm-kubernetes-def-files"]; ok {
 		list, ok := files.([]any)
 		if !ok {
-			return nil, fmt.Errorf("additionalParams.lcm-kubernetes-def-files is %T, not a list of package paths", files)
+			return nil, fmt.Errorf("additionalParams.lcm-kubernetes-def-files is %s, not a list of package paths", tosca.KindOf(files))
 		}
 		for _, f := range list {
 			s, ok := f.(string)
 			if !ok {
-				return nil, fmt.Errorf("additionalParams.lcm-kubernetes-def-files holds %T, not a package path", f)
+				return nil, fmt.Errorf("additionalParams.lcm-kubernetes-def-files holds %s, not a package path", tosca.KindOf(f))
 			}
 			p.defFiles = append(p.defFiles, s)
 		}
@@ -142,7 +144,7 @@ func (r *Request) params() (*params, error) {
 		if v, ok := a[key]; ok {
 			s, isString := v.(string)
 			if !isString {
-				return nil, fmt.Errorf("additionalParams.%s is %T, not a string", key, v)
+				return nil, fmt.Errorf("additionalParams.%s is %s, not a string", key, tosca.KindOf(v))
 			}
 			*into = s
 		}

@@ -34,19 +34,53 @@ func (a *calafAPI) ParseYAML(text string) ([]any, error) {
 	decoder := yaml.NewDecoder(bytes.NewReader([]byte(text)))
 	var documents []any
 	for {
-		var document any
-		err := decoder.Decode(&document)
+		var node yaml.Node
+		err := decoder.Decode(&node)
 		if errors.Is(err, io.EOF) {
 			return documents, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("invalid YAML: %w", err)
+			return nil, errors.New(yamlProblem(err))
 		}
 		if len(documents) == maxDocuments {
 			return nil, fmt.Errorf("more than %d YAML documents", maxDocuments)
 		}
+		if key := complexKey(&node); key != nil {
+			return nil, fmt.Errorf("invalid YAML: line %d: a key that is a map or a list: the keys of Kubernetes objects are text", key.Line)
+		}
+		var document any
+		if err := node.Decode(&document); err != nil {
+			return nil, errors.New(yamlProblem(err))
+		}
 		documents = append(documents, normalizeYAML(document))
 	}
+}
+
+// complexKey returns the first key of a YAML tree that is a map or a list, nil when none;
+// aliases are not followed.
+func complexKey(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if key := n.Content[i]; key.Kind == yaml.MappingNode || key.Kind == yaml.SequenceNode {
+				return key
+			}
+		}
+	}
+	for _, child := range n.Content {
+		if key := complexKey(child); key != nil {
+			return key
+		}
+	}
+	return nil
+}
+
+// yamlProblem words an error of the YAML library (tosca.YAMLProblem) with its line.
+func yamlProblem(err error) string {
+	line, message := tosca.YAMLProblem(err)
+	if line > 0 {
+		return fmt.Sprintf("invalid YAML: line %d: %s", line, message)
+	}
+	return "invalid YAML: " + message
 }
 
 // ObjectName is the Kubernetes name of a node's objects.

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Limits bound what a package may hold. They protect the operator and the CLI from zip
@@ -56,6 +57,9 @@ type Package struct {
 
 	limits    Limits
 	temporary bool
+	// sizeOnce and sizeErr hold the verdict of CheckSize.
+	sizeOnce sync.Once
+	sizeErr  error
 }
 
 // Open reads a package from a directory, a CSAR or other zip or tar(.gz) archive, or a
@@ -371,14 +375,14 @@ func CleanPath(name string) (string, error) {
 // would leave the package: absolute paths, "..", backslashes and NUL bytes.
 func cleanRelative(name string) (string, error) {
 	if name == "" || strings.ContainsAny(name, "\\\x00") {
-		return "", fmt.Errorf("path %q is not allowed in a package", name)
+		return "", fmt.Errorf("path %s is not allowed in a package", Echo(name))
 	}
 	if strings.HasPrefix(name, "/") || filepath.IsAbs(name) {
-		return "", fmt.Errorf("absolute path %q is not allowed in a package", name)
+		return "", fmt.Errorf("absolute path %s is not allowed in a package", Echo(name))
 	}
 	clean := path.Clean(name)
 	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("path %q leaves the package", name)
+		return "", fmt.Errorf("path %s leaves the package", Echo(name))
 	}
 	return clean, nil
 }
@@ -417,7 +421,7 @@ func (x *extractor) osError(err error) string {
 func (x *extractor) zip(data []byte) error {
 	r, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
-		return Invalid(x.name, "not a valid zip archive (CSAR): %v", err)
+		return Invalid(x.name, "not a valid zip archive (CSAR): %s", archiveProblem(err))
 	}
 	if err := checkZipLayout(data, r.File); err != nil {
 		return Invalid(x.name, "ambiguous zip archive: %v", err)
@@ -437,7 +441,7 @@ func (x *extractor) zip(data []byte) error {
 		}
 		rc, err := f.Open()
 		if err != nil {
-			return Invalid(f.Name, "cannot read zip entry: %v", x.osError(err))
+			return Invalid(f.Name, "cannot read zip entry: %s", archiveProblem(err))
 		}
 		err = x.file(f.Name, rc)
 		rc.Close()
@@ -451,7 +455,7 @@ func (x *extractor) zip(data []byte) error {
 func (x *extractor) gzip(data []byte) error {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
-		return Invalid(x.name, "not a valid gzip archive: %v", err)
+		return Invalid(x.name, "not a valid gzip archive: %s", archiveProblem(err))
 	}
 	defer zr.Close()
 	return x.tar(bufio.NewReader(zr))
@@ -465,7 +469,7 @@ func (x *extractor) tar(r io.Reader) error {
 			return nil
 		}
 		if err != nil {
-			return Invalid(x.name, "not a valid tar archive: %v", err)
+			return Invalid(x.name, "not a valid tar archive: %s", archiveProblem(err))
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
@@ -524,7 +528,11 @@ func (x *extractor) file(name string, r io.Reader) error {
 	defer out.Close()
 	h := sha256.New()
 	limit := min(x.limits.MaxFileBytes, x.limits.MaxTotalBytes-x.total)
-	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(r, limit+1))
+	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(entryReader{r}, limit+1))
+	var readErr archiveReadError
+	if errors.As(err, &readErr) {
+		return Invalid(clean, "cannot read this entry: %s", archiveProblem(readErr.err))
+	}
 	if err != nil {
 		return Invalid(clean, "cannot extract: %s", x.osError(err))
 	}

@@ -31,7 +31,7 @@ func checkZipLayout(data []byte, files []*zip.File) error {
 	for _, f := range ordered {
 		offset, err := f.DataOffset()
 		if err != nil {
-			return fmt.Errorf("entry %q: %v", f.Name, err)
+			return fmt.Errorf("entry %s: its local header cannot be read: %s", Echo(f.Name), archiveProblem(err))
 		}
 		offsets[f] = offset
 	}
@@ -58,7 +58,7 @@ func checkZipLayout(data []byte, files []*zip.File) error {
 // dataOffset, against its central directory entry, and returns where the entry ends.
 func checkLocalHeader(data []byte, at int64, f *zip.File, dataOffset int64) (int64, error) {
 	if at+localHeaderLen > int64(len(data)) || string(data[at:at+4]) != localHeaderSignature {
-		return 0, fmt.Errorf("entry %q: no local header where the previous entry ends (byte %d): concatenated, prepended or overlapping data is not allowed", f.Name, at)
+		return 0, fmt.Errorf("entry %s: no local header where the previous entry ends (byte %d): concatenated, prepended or overlapping data is not allowed", Echo(f.Name), at)
 	}
 	header := data[at : at+localHeaderLen]
 	flags := binary.LittleEndian.Uint16(header[6:])
@@ -66,31 +66,31 @@ func checkLocalHeader(data []byte, at int64, f *zip.File, dataOffset int64) (int
 	nameLen := int64(binary.LittleEndian.Uint16(header[26:]))
 	extraLen := int64(binary.LittleEndian.Uint16(header[28:]))
 	if at+localHeaderLen+nameLen+extraLen != dataOffset {
-		return 0, fmt.Errorf("entry %q: the central directory places it at byte %d, not after the previous entry: hidden or overlapping entries are not allowed", f.Name, dataOffset)
+		return 0, fmt.Errorf("entry %s: the central directory places it at byte %d, not after the previous entry: hidden or overlapping entries are not allowed", Echo(f.Name), dataOffset)
 	}
 	if dataOffset > int64(len(data)) {
-		return 0, fmt.Errorf("entry %q: its local header's name and extra field run past the end of the archive", f.Name)
+		return 0, fmt.Errorf("entry %s: its local header's name and extra field run past the end of the archive", Echo(f.Name))
 	}
 	name := string(data[at+localHeaderLen : at+localHeaderLen+nameLen])
 	switch {
 	case name != f.Name:
-		return 0, fmt.Errorf("entry %q is named %q in its local header: mismatched headers are not allowed", f.Name, name)
+		return 0, fmt.Errorf("entry %s is named %s in its local header: mismatched headers are not allowed", Echo(f.Name), Echo(name))
 	case method != f.Method:
-		return 0, fmt.Errorf("entry %q: its local and central headers disagree on the compression method", f.Name)
+		return 0, fmt.Errorf("entry %s: its local and central headers disagree on the compression method", Echo(f.Name))
 	case flags&flagDataDescriptor != f.Flags&flagDataDescriptor:
-		return 0, fmt.Errorf("entry %q: its local and central headers disagree on its data descriptor", f.Name)
+		return 0, fmt.Errorf("entry %s: its local and central headers disagree on its data descriptor", Echo(f.Name))
 	}
 	if f.CompressedSize64 > uint64(int64(len(data))-dataOffset) {
-		return 0, fmt.Errorf("entry %q: its data runs past the end of the archive", f.Name)
+		return 0, fmt.Errorf("entry %s: its data runs past the end of the archive", Echo(f.Name))
 	}
 	end := dataOffset + int64(f.CompressedSize64)
 	if flags&flagDataDescriptor != 0 {
 		end += descriptorLen(data, end, data[at+localHeaderLen+nameLen:dataOffset])
 		if end > int64(len(data)) {
-			return 0, fmt.Errorf("entry %q: its data descriptor runs past the end of the archive", f.Name)
+			return 0, fmt.Errorf("entry %s: its data descriptor runs past the end of the archive", Echo(f.Name))
 		}
 	} else if crc := binary.LittleEndian.Uint32(header[14:]); crc != f.CRC32 {
-		return 0, fmt.Errorf("entry %q: its local and central headers disagree on its checksum", f.Name)
+		return 0, fmt.Errorf("entry %s: its local and central headers disagree on its checksum", Echo(f.Name))
 	}
 	return end, nil
 }

@@ -2,9 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
+
+	"calaf.io/calaf/tosca"
 )
 
 // checkServiceName refuses a Service name that the API server would refuse (an object
@@ -20,19 +21,11 @@ func checkNamespace(flag, name string) error {
 	return nameError(flag, name, k8svalidation.IsDNS1123Label(name))
 }
 
-// nameError words the problems of a name given on the command line on one line, nil
-// without problems.
+// nameError words the first problem of a name given on the command line on one line (the
+// name cut to tosca.MaxEcho characters), nil without problems: mending it shows the next.
 func nameError(flag, name string, problems []string) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	seen := map[string]bool{}
-	var unique []string
-	for _, p := range problems {
-		if !seen[p] {
-			seen[p] = true
-			unique = append(unique, p)
-		}
-	}
-	return fmt.Errorf("%s %q: %s", flag, name, strings.Join(unique, "; "))
+	return fmt.Errorf("%s %s: %s", flag, tosca.Echo(name), problems[0])
 }

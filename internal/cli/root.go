@@ -71,7 +71,7 @@ func Run(args []string, streams Streams) int {
 	var failedDiff diffFailed
 	switch {
 	case errors.As(err, &usage):
-		fmt.Fprintf(streams.Err, "Error: %v\nRun '%s --help' for usage.\n", err, root.Name())
+		fmt.Fprintf(streams.Err, "Error: %s\nRun '%s --help' for usage.\n", oneLine(err), root.Name())
 		return ExitUsage
 	case errors.As(err, &differences):
 		return ExitDifferences
@@ -93,23 +93,29 @@ func frontOf(ctx context.Context) *front.Channel {
 	return channel
 }
 
-// printError writes an error, one diagnostic per line for invalid packages, each line
-// escaped (text.Escape).
+// printError writes an error, one diagnostic per line for invalid packages (each once, a
+// bounded number of them: tosca.Lines), each line escaped and bounded (oneLine).
 func printError(w io.Writer, err error) {
 	var integrity *tosca.IntegrityError
 	if errors.As(err, &integrity) {
-		for _, d := range integrity.Diagnostics {
-			fmt.Fprintf(w, "error: integrity: %s\n", d)
+		for _, line := range tosca.Lines(integrity.Diagnostics) {
+			fmt.Fprintf(w, "error: integrity: %s\n", line)
 		}
 		return
 	}
 	if tosca.IsInvalid(err) {
-		for _, d := range tosca.DiagnosticsOf(err) {
-			fmt.Fprintf(w, "error: %s\n", d)
+		for _, line := range tosca.Lines(tosca.DiagnosticsOf(err)) {
+			fmt.Fprintf(w, "error: %s\n", line)
 		}
 		return
 	}
-	fmt.Fprintf(w, "error: %s\n", text.Escape(err.Error()))
+	fmt.Fprintf(w, "error: %s\n", oneLine(err))
+}
+
+// oneLine is an error that is no package's diagnostic as one line: escaped (text.Escape)
+// and at most tosca.MaxDiagnosticLength characters long.
+func oneLine(err error) string {
+	return text.Elide(text.Escape(err.Error()), tosca.MaxDiagnosticLength)
 }
 
 // NewRootCommand returns the calaf command tree.

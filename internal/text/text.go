@@ -24,6 +24,35 @@ func Truncate(s string, n int) string {
 	return s[:cut] + "..."
 }
 
+// Shorten returns s cut to at most n runes, ending in "…" when cut: a name or a value
+// echoed in a message, however long it is.
+func Shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	if n < 1 {
+		return ""
+	}
+	runes := []rune(s)
+	return string(runes[:n-1]) + "…"
+}
+
+// Elide returns s cut to at most n runes by taking out its middle, replaced by " … ": a
+// message keeps where it starts (what failed) and where it ends (why).
+func Elide(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	const gap = " … "
+	if n <= len(gap)+2 {
+		return Shorten(s, n)
+	}
+	runes := []rune(s)
+	keep := n - utf8.RuneCountInString(gap)
+	head := keep * 2 / 3
+	return string(runes[:head]) + gap + string(runes[len(runes)-(keep-head):])
+}
+
 // OneLine returns s on one line — its line breaks (and the spaces around them) become
 // " | " — cut to at most n bytes: what an Event's note or a one-row view can hold.
 func OneLine(s string, n int) string {

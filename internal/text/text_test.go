@@ -1,6 +1,9 @@
 package text
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestTruncate(t *testing.T) {
 	cases := []struct {
@@ -56,5 +59,26 @@ func TestEscape(t *testing.T) {
 		if got := Escape(in); got != want {
 			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestShortenAndElide(t *testing.T) {
+	long := strings.Repeat("x", 600)
+	for _, tc := range []struct{ got, want string }{
+		{Shorten("short", 10), "short"},
+		{Shorten("a longer name", 8), "a longe…"},
+		{Shorten("héhéhéhé", 3), "hé…"},
+		{Elide("short", 10), "short"},
+		{Elide("start-middle-end", 13), "start- … -end"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+	if n := len([]rune(Elide(long, 100))); n != 100 {
+		t.Errorf("Elide of 600 runes to 100 has %d", n)
+	}
+	if n := len([]rune(Shorten(long, 80))); n != 80 {
+		t.Errorf("Shorten of 600 runes to 80 has %d", n)
 	}
 }
