@@ -170,6 +170,11 @@ func (c *Compiler) CompileWith(ctx contextpkg.Context, pkg *Package, inputs map[
 	if compiled, ok := c.cache.Get(key); ok {
 		return compiled.withPackage(pkg), nil
 	}
+	// A package beyond the template limits is refused here, at once, before a compile
+	// (in a worker, perhaps) starts.
+	if err := pkg.CheckSize(); err != nil {
+		return nil, err
+	}
 	// One compile per key at a time; compiles of other keys go on beside it (in the
 	// worker processes, or one parse at a time in this one: pucciniLock).
 	compiled, err, _ := c.flight.Do(key, func() (any, error) {

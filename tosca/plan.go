@@ -34,6 +34,9 @@ const metadataKey = "calaf"
 // type files, TOSCA.meta idioms, missing inputs) and plans its compile; a SOL001 package is
 // compiled from its chosen flavour, fed by its VNF node.
 func (p *Package) planCompile(inputs map[string]any, opts CompileOptions) (*compilePlan, error) {
+	if err := p.CheckSize(); err != nil {
+		return nil, err
+	}
 	imports, err := profiles.Imports()
 	if err != nil {
 		return nil, err

@@ -1,7 +1,10 @@
 package tosca
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"regexp"
 	"slices"
@@ -58,11 +61,15 @@ func (f *flight) visit(file string) {
 		f.state[file] = 2
 		f.path = f.path[:len(f.path)-1]
 	}()
-	doc, err := p.readYAML(file)
+	doc, second, err := p.readYAMLDocuments(file)
 	if err != nil {
 		f.diags = append(f.diags, DiagnosticsOf(err)...)
 		return
 	}
+	if second > 0 {
+		f.diags = append(f.diags, Diagnostic{File: file, Line: second, Message: "a second YAML document (after ---): a template is one document, and TOSCA would ignore the rest"})
+	}
+	f.diags = append(f.diags, keyProblems(file, doc, false)...)
 	top := mappingOf(doc)
 	if top == nil {
 		return // Puccini reports what is wrong with the shape
@@ -106,8 +113,12 @@ func (f *flight) visit(file string) {
 			f.report(file, artifact, "artifact file %q is not allowed: artifacts must be files inside the package or name a repository", artifact.Value)
 			continue
 		}
-		if _, err := p.resolvePath(file, artifact.Value); err != nil {
-			f.report(file, artifact, "artifact file %q: %v", artifact.Value, err)
+		rel, err := p.resolvePath(file, artifact.Value)
+		switch {
+		case err != nil:
+			f.report(file, artifact, "artifact file %s: %v", Echo(artifact.Value), err)
+		case !p.has(rel):
+			f.report(file, artifact, "artifact file %s: %s is not a file of the package", Echo(artifact.Value), Echo(rel))
 		}
 	}
 }
@@ -159,22 +170,46 @@ func (p *Package) references(file string) []string {
 // templates rarely use aliases at all; a "billion laughs" document adds billions.
 const maxAliasNodes = 100_000
 
-// readYAML parses a package file, turning syntax errors and alias bombs into diagnostics.
-// Aliases are counted, never expanded, so this takes time linear in the text.
+// readYAML parses the first document of a package file, turning syntax errors and alias
+// bombs into diagnostics. Aliases are counted, never expanded, so this takes time linear
+// in the text.
 func (p *Package) readYAML(file string) (*yaml.Node, error) {
+	doc, _, err := p.readYAMLDocuments(file)
+	return doc, err
+}
+
+// readYAMLDocuments is readYAML that also tells the line where a second document of the
+// file begins (0 when it has none, or only empty ones).
+func (p *Package) readYAMLDocuments(file string) (doc *yaml.Node, second int, err error) {
 	data, err := p.ReadFile(file)
 	if err != nil {
-		return nil, Invalid(file, "%v", err)
+		return nil, 0, Invalid(file, "%v", err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, yamlDiagnostic(file, err)
+	if values := yamlValues(data); values > MaxTemplateValues {
+		return nil, 0, Invalid(file, "holds up to %d YAML values (counting line breaks and , : - [ { ?), more than the limit of %d", values, MaxTemplateValues)
 	}
-	literal := countNodes(&doc, nil, false)
-	if expanded := countNodes(&doc, map[*yaml.Node]int{}, true); expanded-literal > maxAliasNodes {
-		return nil, Invalid(file, "invalid YAML: its aliases expand it by more than %d nodes (an alias bomb?)", maxAliasNodes)
+	decoder := yaml.NewDecoder(bytes.NewReader(data))
+	doc = &yaml.Node{}
+	if err := decoder.Decode(doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, 0, yamlDiagnostic(file, err)
 	}
-	return &doc, nil
+	literal := countNodes(doc, nil, false)
+	if expanded := countNodes(doc, map[*yaml.Node]int{}, true); expanded-literal > maxAliasNodes {
+		return nil, 0, Invalid(file, "invalid YAML: its aliases expand it by more than %d nodes (an alias bomb?)", maxAliasNodes)
+	}
+	for {
+		var next yaml.Node
+		err := decoder.Decode(&next)
+		switch {
+		case errors.Is(err, io.EOF):
+			return doc, 0, nil
+		case err != nil:
+			line, _ := YAMLProblem(err)
+			return doc, max(line, 1), nil
+		case len(next.Content) > 0 && !(next.Content[0].Kind == yaml.ScalarNode && next.Content[0].Tag == "!!null"):
+			return doc, next.Content[0].Line, nil
+		}
+	}
 }
 
 // countNodes counts the nodes of a YAML tree, with aliases expanded when expand is set;
@@ -211,16 +246,10 @@ func countNodes(n *yaml.Node, memo map[*yaml.Node]int, expand bool) int {
 	return size
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
+// yamlDiagnostic locates an error of the YAML library in file (YAMLProblem).
 func yamlDiagnostic(file string, err error) error {
-	msg := err.Error()
-	d := Diagnostic{File: file, Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		fmt.Sscan(m[1], &d.Line)
-		d.Message = "invalid YAML: " + m[2]
-	}
-	return &InvalidError{Diagnostics: []Diagnostic{d}}
+	line, message := YAMLProblem(err)
+	return &InvalidError{Diagnostics: []Diagnostic{{File: file, Line: line, Message: "invalid YAML: " + message}}}
 }
 
 // resolve checks a reference made from file and returns its package-relative path; the
@@ -355,6 +384,35 @@ func mappingValues(m *yaml.Node) []*yaml.Node {
 		values = append(values, m.Content[i])
 	}
 	return values
+}
+
+// keyProblems reports the keys of a YAML document that are a YAML null (null, ~, or
+// nothing) where a name is expected — a node template named null is no name anyone meant
+// — and, with names set (a document of names, such as inputs), those that are a map or
+// a list. (A template's maps may have keys that are function calls, which Puccini
+// evaluates.)
+func keyProblems(file string, doc *yaml.Node, names bool) []Diagnostic {
+	var diags []Diagnostic
+	walkMappings(doc, func(key, _ *yaml.Node) {
+		problem := ""
+		switch {
+		case names && (key.Kind == yaml.MappingNode || key.Kind == yaml.SequenceNode):
+			problem = "a key that is a map or a list: names are text"
+		case key.Kind == yaml.ScalarNode && key.Tag == "!!null" && key.Style == 0:
+			problem = fmt.Sprintf("a key that is a YAML null (%s): quote it (\"null\") if the name is meant", nullSpelling(key.Value))
+		}
+		if problem != "" && len(diags) < MaxDiagnostics {
+			diags = append(diags, Diagnostic{File: file, Line: key.Line, Column: key.Column, Message: problem})
+		}
+	})
+	return diags
+}
+
+func nullSpelling(value string) string {
+	if value == "" {
+		return "nothing"
+	}
+	return value
 }
 
 // walkMappings calls visit for every key/value pair of every mapping in the tree. Aliases
