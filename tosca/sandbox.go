@@ -371,6 +371,9 @@ type sandboxClout struct {
 	runtime  *goja.Runtime
 	probs    *problems.Problems
 	coercing bool
+	// evaluating is the chain of values being evaluated: a value that reads itself,
+	// through others or not, is refused as a loop.
+	evaluating evaluating
 }
 
 // CoerceValues evaluates every value of the topology in place, as Puccini's
@@ -382,7 +385,7 @@ func (c *sandboxClout) CoerceValues() error {
 	}
 	c.coercing = true
 	defer func() { c.coercing = false }()
-	coercer := valueCoercer{api: c.CloutAPI, runtime: c.runtime, probs: c.probs}
+	coercer := valueCoercer{api: c.CloutAPI, runtime: c.runtime, probs: c.probs, evaluate: c.evaluate, evaluating: &c.evaluating}
 	return coercer.coerce()
 }
 
@@ -416,6 +419,16 @@ func (c *sandboxClout) Coerce(value any) (any, error) {
 	if err := checkValue(value); err != nil {
 		return nil, err
 	}
+	return c.evaluate(value)
+}
+
+// evaluate coerces a value, refusing one that is being evaluated already (a loop).
+func (c *sandboxClout) evaluate(value any) (any, error) {
+	leave, loop := c.evaluating.enter(value)
+	if loop != nil {
+		return nil, loop
+	}
+	defer leave()
 	return c.CloutAPI.Coerce(value)
 }
 

@@ -22,6 +22,10 @@ type valueCoercer struct {
 	api     *js.CloutAPI
 	runtime *goja.Runtime
 	probs   *problems.Problems
+	// evaluate coerces one value, noting it in evaluating: a loop of values is
+	// reported once, as the loop.
+	evaluate   func(value any) (any, error)
+	evaluating *evaluating
 }
 
 // changeFunc replaces one value; site, source and target are its function's context.
@@ -36,7 +40,7 @@ func (c *valueCoercer) coerce() error {
 		return c.api.NewCoercible(c.runtime.ToValue(value), site, source, target)
 	}
 	second := func(value any, _, _, _ any) (any, error) {
-		return c.api.Coerce(value)
+		return c.evaluate(value)
 	}
 	if err := c.eachValues(first); err != nil {
 		return err
@@ -50,7 +54,7 @@ func (c *valueCoercer) coerce() error {
 // operation and notification outputs, capabilities, artifacts (and an artifact's
 // credential). Vertexes go in the order of their IDs.
 func (c *valueCoercer) eachValues(change changeFunc) error {
-	w := walk{change: change, probs: c.probs}
+	w := walk{change: change, probs: c.probs, evaluating: c.evaluating}
 	if tosca, ok := ard.With(c.api.Properties).Get("tosca").StringMap(); ok && isTosca(c.api.Metadata, "") {
 		w.holder(tosca["inputs"], nil, nil, nil)
 		w.holder(tosca["outputs"], nil, nil, nil)
@@ -75,9 +79,10 @@ func (c *valueCoercer) eachValues(change changeFunc) error {
 
 // walk is one pass of eachValues; it stops at the first error that is not a problem.
 type walk struct {
-	change changeFunc
-	probs  *problems.Problems
-	err    error
+	change     changeFunc
+	probs      *problems.Problems
+	evaluating *evaluating
+	err        error
 }
 
 func (w *walk) nodeTemplate(vertex *cloutpkg.Vertex) {
@@ -151,6 +156,12 @@ func (w *walk) replace(holder ard.StringMap, key string, site, source, target an
 	}
 	if ends(err) {
 		w.err = err
+		return
+	}
+	if loop, found := w.evaluating.found(); found {
+		if loop != nil {
+			w.probs.ReportError(loop)
+		}
 		return
 	}
 	w.probs.ReportError(err)
