@@ -109,9 +109,9 @@ type planContext struct {
 // (a missing or unsupported artifact).
 func plan(pc planContext, node *render.Node, op render.Operation) (*planned, error) {
 	name := op.QualifiedName()
-	artifactName, artifact, ok := node.Artifact(op.Implementation)
-	if !ok {
-		artifact = render.Artifact{File: strings.TrimPrefix(path.Clean("/"+op.Implementation), "/")}
+	artifactName, artifact, err := node.Implementation(op)
+	if err != nil {
+		return nil, fmt.Errorf("operation %s: %v", name, err)
 	}
 	kind := artifactKind(artifact)
 	if kind == "" {
@@ -175,24 +175,14 @@ func plan(pc planContext, node *render.Node, op render.Operation) (*planned, err
 	return p, nil
 }
 
-// artifactKind tells how the runner runs an artifact, from its type or else its extension.
+// artifactKind tells how the runner runs an artifact (render.Artifact.Runner, which
+// validation checks with): its protocol kind, "" when it cannot.
 func artifactKind(a render.Artifact) string {
-	types := append([]string{a.Type}, a.Types...)
-	for _, t := range types {
-		switch t {
-		case "calaf.artifacts.JavaScript":
-			return protocol.KindJavaScript
-		case "calaf.artifacts.Shell":
-			return protocol.KindShell
-		}
-	}
-	if a.Type == "" || a.Type == "tosca.artifacts.Implementation" || a.Type == "tosca::Implementation" {
-		switch path.Ext(a.File) {
-		case ".js":
-			return protocol.KindJavaScript
-		case ".sh":
-			return protocol.KindShell
-		}
+	switch a.Runner() {
+	case render.RunnerJavaScript:
+		return protocol.KindJavaScript
+	case render.RunnerShell:
+		return protocol.KindShell
 	}
 	return ""
 }

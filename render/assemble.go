@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/text"
+	"calaf.io/calaf/tosca"
 )
 
 // clusterScopedKinds lists the built-in kinds that have no namespace, so that offline
@@ -77,7 +79,7 @@ func assembleNode(n map[string]any, opts Options, seen map[string]string) (*Node
 		}
 		id := ObjectID(obj)
 		if other, dup := seen[id]; dup {
-			return nil, invalidf("node %q renders %s %q, which node %q renders as well", node.Name, obj.GetKind(), obj.GetName(), other)
+			return nil, invalidf("node %s renders %s, which node %s renders as well", tosca.Echo(node.Name), objectRef(obj), tosca.Echo(other))
 		}
 		seen[id] = node.Name
 		node.Objects = append(node.Objects, obj)
@@ -147,18 +149,18 @@ func operations(raw []any) []Operation {
 func newObject(node *Node, index int, raw any, opts Options) (*unstructured.Unstructured, error) {
 	content, ok := raw.(map[string]any)
 	if !ok {
-		return nil, invalidf("node %q: renderer %s returned object %d as %T, not an object", node.Name, node.Renderer, index, raw)
+		return nil, invalidf("node %s: renderer %s returned objects[%d] as %s, not an object", tosca.Echo(node.Name), node.Renderer, index, describe(raw))
 	}
 	obj := &unstructured.Unstructured{Object: content}
 	if obj.GetAPIVersion() == "" || obj.GetKind() == "" || obj.GetName() == "" {
-		return nil, invalidf("node %q: renderer %s returned object %d without apiVersion, kind and metadata.name", node.Name, node.Renderer, index)
+		return nil, invalidf("node %s: renderer %s returned objects[%d] without apiVersion, kind and metadata.name (text each)", tosca.Echo(node.Name), node.Renderer, index)
 	}
 	if IsClusterScoped(obj.GetKind()) {
 		obj.SetNamespace("")
 	} else if ns := obj.GetNamespace(); ns == "" {
 		obj.SetNamespace(opts.Namespace)
 	} else if ns != opts.Namespace {
-		return nil, invalidf("node %q: %s %q is in namespace %q: objects must be in the Service's namespace %q", node.Name, obj.GetKind(), obj.GetName(), ns, opts.Namespace)
+		return nil, invalidf("node %s: %s is in namespace %s: objects must be in the Service's namespace %q", tosca.Echo(node.Name), objectRef(obj), tosca.Echo(ns), opts.Namespace)
 	}
 	labels := obj.GetLabels()
 	if labels == nil {
@@ -178,6 +180,24 @@ func newObject(node *Node, index int, raw any, opts Options) (*unstructured.Unst
 	return obj, nil
 }
 
+// describe words a value a renderer returned (plain data) for a diagnostic.
+func describe(value any) string {
+	switch v := value.(type) {
+	case string:
+		return "the string " + tosca.Echo(v)
+	case bool:
+		return fmt.Sprintf("the boolean %v", v)
+	case int64, float64:
+		return fmt.Sprintf("the number %v", v)
+	}
+	return tosca.KindOf(value)
+}
+
+// objectRef names an object in a diagnostic as `Kind "name"`, both cut to tosca.MaxEcho.
+func objectRef(obj *unstructured.Unstructured) string {
+	return text.Shorten(obj.GetKind(), tosca.MaxEcho) + " " + tosca.Echo(obj.GetName())
+}
+
 func attributeSource(node *Node, name string, raw any) (AttributeSource, error) {
 	m := asMap(raw)
 	source := AttributeSource{KeyBy: asString(m["keyBy"]), ValueOf: asString(m["valueOf"]), Default: m["default"]}
@@ -186,7 +206,7 @@ func attributeSource(node *Node, name string, raw any) (AttributeSource, error) 
 		source.Object = object
 	case int64:
 		if object < 0 || int(object) >= len(node.Objects) {
-			return source, invalidf("node %q: attribute %q refers to object %d, which the renderer did not return", node.Name, name, object)
+			return source, invalidf("node %s: attribute %s refers to object %d, which the renderer did not return", tosca.Echo(node.Name), tosca.Echo(name), object)
 		}
 		source.Object = node.Objects[object].GetKind() + "/" + node.Objects[object].GetName()
 	}
@@ -197,7 +217,7 @@ func attributeSource(node *Node, name string, raw any) (AttributeSource, error) 
 		source.Paths = asStrings(paths)
 	}
 	if source.Object == "" || len(source.Paths) == 0 {
-		return source, invalidf("node %q: attribute %q needs an object and a path", node.Name, name)
+		return source, invalidf("node %s: attribute %s needs an object and a path", tosca.Echo(node.Name), tosca.Echo(name))
 	}
 	return source, nil
 }

@@ -1,14 +1,20 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tliron/go-ard"
 	cloutpkg "github.com/tliron/puccini/clout"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"calaf.io/calaf/internal/text"
+	"calaf.io/calaf/tosca"
 )
 
 // setAttributes writes live attribute values into the node templates of a Clout in the
@@ -76,6 +82,65 @@ func toNotation(value any) ard.StringMap {
 
 var pathSegment = regexp.MustCompile(`^([^\[\]]*)((?:\[\d+\])*)$`)
 var pathIndex = regexp.MustCompile(`\[(\d+)\]`)
+
+// MaxAttributeDefaultBytes bounds the default of an attribute mapping, as JSON: the value
+// goes into the Service's status when its object has none.
+const MaxAttributeDefaultBytes = 16 << 10
+
+// validateAttributes returns what is wrong with a node's attribute mappings: each reads one
+// of the objects the node renders itself (reading another object's data would read what
+// the node does not own, with the rights of the Service, into its status), by a path of
+// dotted names and list indexes, with a default of plain data within
+// MaxAttributeDefaultBytes.
+func validateAttributes(node *Node) []string {
+	own := make([]string, 0, len(node.Objects))
+	for _, obj := range node.Objects {
+		own = append(own, obj.GetKind()+"/"+obj.GetName())
+	}
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(node.Attributes)) {
+		source := node.Attributes[name]
+		if problem := mappingProblem(source, own); problem != "" {
+			problems = append(problems, fmt.Sprintf("attribute %s: %s", tosca.Echo(name), problem))
+		}
+	}
+	return problems
+}
+
+// mappingProblem says what is wrong with one attribute mapping ("" when nothing is); own
+// are the node's objects as "Kind/name".
+func mappingProblem(source AttributeSource, own []string) string {
+	if !slices.Contains(own, source.Object) {
+		objects := "it renders none"
+		if len(own) > 0 {
+			objects = "its objects are " + text.Shorten(strings.Join(own, ", "), 2*tosca.MaxEcho)
+		}
+		return fmt.Sprintf("maps to %s, which is not an object of the node (%s): an attribute is read from an object the node renders itself", tosca.Echo(source.Object), objects)
+	}
+	for _, path := range source.Paths {
+		if !validPath(path) {
+			return fmt.Sprintf("path %s is not a dotted path of names and list indexes (status.loadBalancer.ingress[0].ip)", tosca.Echo(path))
+		}
+	}
+	if problem := checkData(source.Default, []string{"default"}, 0); problem != "" {
+		return problem
+	}
+	if data, _ := json.Marshal(source.Default); len(data) > MaxAttributeDefaultBytes {
+		return fmt.Sprintf("its default takes %d bytes, more than the limit of %d KiB", len(data), MaxAttributeDefaultBytes>>10)
+	}
+	return ""
+}
+
+// validPath tells whether a path is one lookup follows: dotted names, each with list
+// indexes.
+func validPath(path string) bool {
+	for _, segment := range strings.Split(path, ".") {
+		if m := pathSegment.FindStringSubmatch(segment); m == nil || (m[1] == "" && m[2] == "") {
+			return false
+		}
+	}
+	return true
+}
 
 // Observe reads the live value of every attribute of a node from its objects as they are
 // in the cluster (keyed by "Kind/name"). Attributes whose object is missing are omitted.

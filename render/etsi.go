@@ -98,9 +98,9 @@ func collectObjects(result *Result) error {
 		for _, obj := range node.Objects {
 			id := ObjectID(obj)
 			if other, dup := seen[id]; dup && other != node.Name {
-				return invalidf("node %q renders %s %q, which node %q renders as well", node.Name, obj.GetKind(), obj.GetName(), other)
+				return invalidf("node %s renders %s, which node %s renders as well", tosca.Echo(node.Name), objectRef(obj), tosca.Echo(other))
 			} else if dup {
-				return invalidf("node %q renders %s %q twice", node.Name, obj.GetKind(), obj.GetName())
+				return invalidf("node %s renders %s twice", tosca.Echo(node.Name), objectRef(obj))
 			}
 			seen[id] = node.Name
 			result.Objects = append(result.Objects, obj)

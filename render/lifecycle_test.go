@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -59,6 +60,15 @@ topology_template:
         aspect: smf_aspect
 `
 
+// renderLifecycle renders template as the service.yaml of a package that holds the script
+// of its hook.
+func renderLifecycle(t *testing.T, template string, opts Options) (*Result, error) {
+	t.Helper()
+	opts.Service, opts.Namespace = "s", "n"
+	files := map[string]string{"service.yaml": template, "Artifacts/scale_start.sh": "echo scaling\n"}
+	return NewRenderer(4).Render(context.Background(), compilePackage(t, files), opts)
+}
+
 func replicasOfNode(t *testing.T, result *Result, node string) int64 {
 	t.Helper()
 	for _, obj := range result.Node(node).Objects {
@@ -75,7 +85,7 @@ func replicasOfNode(t *testing.T, result *Result, node string) int64 {
 // max_instances; the status names the aspect, its level and what bounds it; hooks and
 // alert rules are described for the lifecycle controller.
 func TestLifecycleScaling(t *testing.T) {
-	result, err := renderTemplate(t, lifecycleTemplate, Options{Scale: map[string]int64{"smf_aspect": 2}})
+	result, err := renderLifecycle(t, lifecycleTemplate, Options{Scale: map[string]int64{"smf_aspect": 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +115,7 @@ func TestLifecycleScaling(t *testing.T) {
 	}
 
 	// Level 0 is what the package declares; other nodes keep theirs.
-	result, err = renderTemplate(t, lifecycleTemplate, Options{})
+	result, err = renderLifecycle(t, lifecycleTemplate, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +130,11 @@ func TestLifecycleScaling(t *testing.T) {
 // A level past max_instances is refused with what bounds it; a level of an aspect the
 // package does not have is ignored with a warning.
 func TestLifecycleScalingBounds(t *testing.T) {
-	_, err := renderTemplate(t, lifecycleTemplate, Options{Scale: map[string]int64{"smf_aspect": 3}})
+	_, err := renderLifecycle(t, lifecycleTemplate, Options{Scale: map[string]int64{"smf_aspect": 3}})
 	if err == nil || !strings.Contains(err.Error(), "aspect smf_aspect: scale level 3 is past its maximum 2, set by max_instances 7 of node smf") {
 		t.Errorf("past max: %v", err)
 	}
-	result, err := renderTemplate(t, lifecycleTemplate, Options{Scale: map[string]int64{"gone": 1}})
+	result, err := renderLifecycle(t, lifecycleTemplate, Options{Scale: map[string]int64{"gone": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +147,11 @@ func TestLifecycleScalingBounds(t *testing.T) {
 	}
 	bad := strings.Replace(lifecycleTemplate, "aspect: smf_aspect\n`", "aspect: nope\n`", 1)
 	bad = strings.Replace(bad, "        operation: SCALE\n        aspect: smf_aspect", "        operation: SCALE\n        aspect: nope", 1)
-	if _, err := renderTemplate(t, bad, Options{}); err == nil || !strings.Contains(err.Error(), `alert rule "smf_busy" scales aspect "nope", which the package does not have`) {
+	if _, err := renderLifecycle(t, bad, Options{}); err == nil || !strings.Contains(err.Error(), `alert rule "smf_busy" scales aspect "nope", which the package does not have`) {
 		t.Errorf("alert rule of an unknown aspect: %v", err)
 	}
 	daemon := strings.Replace(lifecycleTemplate, "targets: [ smf ]\n      properties:\n        aspect", "targets: [ agent ]\n      properties:\n        aspect", 1)
-	if _, err := renderTemplate(t, daemon, Options{}); err == nil || !strings.Contains(err.Error(), "node agent has no Deployment, StatefulSet or ReplicaSet to scale") {
+	if _, err := renderLifecycle(t, daemon, Options{}); err == nil || !strings.Contains(err.Error(), "node agent has no Deployment, StatefulSet or ReplicaSet to scale") {
 		t.Errorf("a DaemonSet target: %v", err)
 	}
 }
@@ -149,7 +159,7 @@ func TestLifecycleScalingBounds(t *testing.T) {
 // A stopped Service runs no pods: its Deployments and StatefulSets at zero replicas, a
 // DaemonSet named in a warning.
 func TestLifecycleStopped(t *testing.T) {
-	result, err := renderTemplate(t, lifecycleTemplate, Options{Stopped: true, Scale: map[string]int64{"smf_aspect": 1}})
+	result, err := renderLifecycle(t, lifecycleTemplate, Options{Stopped: true, Scale: map[string]int64{"smf_aspect": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

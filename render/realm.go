@@ -89,10 +89,10 @@ func (r *realms) render(ctx contextpkg.Context, params map[string]any) (map[stri
 func (r *realms) timedOut(node string, own bool) *tosca.ScriptError {
 	if own {
 		return &tosca.ScriptError{Scriptlet: realmScriptlet, Timeout: true,
-			Message: fmt.Sprintf("node %q: its renderer did not finish within %s", node, r.timeout)}
+			Message: fmt.Sprintf("node %s: its renderer did not finish within %s", tosca.Echo(node), r.timeout)}
 	}
 	return &tosca.ScriptError{Scriptlet: realmScriptlet, Timeout: true,
-		Message: fmt.Sprintf("node %q: the renderers did not finish within %s", node, budgetText(r.budget, r.timeout))}
+		Message: fmt.Sprintf("node %s: the renderers did not finish within %s", tosca.Echo(node), budgetText(r.budget, r.timeout))}
 }
 
 // invalid turns the problems and the failure of a realm into an *tosca.InvalidError (nil

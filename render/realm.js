@@ -112,6 +112,52 @@ function lazyViews(texts, onRead) {
   });
 }
 
+// shorten cuts a name to 80 characters, as diagnostics echo names.
+function shorten(name) {
+  return name.length > 80 ? name.slice(0, 79) + '…' : name;
+}
+
+// describe names a value a renderer returned, in JavaScript's words, echoing at most 60
+// characters of it.
+function describe(value) {
+  if (value === undefined || value === null) return String(value);
+  if (Array.isArray(value)) return 'a list';
+  let kind = Object.prototype.toString.call(value);
+  if (kind === '[object String]') {
+    let text = String(value);
+    return 'the string ' + JSON.stringify(text.length > 60 ? text.slice(0, 59) + '…' : text);
+  }
+  if (kind === '[object Number]' || kind === '[object Boolean]') return 'the ' + (kind === '[object Number]' ? 'number ' : 'boolean ') + String(value);
+  if (typeof value === 'function') return 'a function';
+  if (kind === '[object Object]') return 'an object';
+  return 'a ' + kind.slice(8, -1);
+}
+
+// isMap tells a plain object (a map of names) from lists, functions and the other objects.
+function isMap(value) {
+  return value !== null && typeof value === 'object' && Object.prototype.toString.call(value) === '[object Object]';
+}
+
+// contract checks what a renderer returned against the renderer contract
+// (docs/profiles.md): { objects: [...], attributes: {...} }, both optional, or a list of
+// objects; it returns that result with both members.
+function contract(rendered) {
+  const expected = 'not { objects: [...], attributes: {...} } nor a list of objects (the renderer contract, docs/profiles.md)';
+  if (Array.isArray(rendered)) return { objects: rendered, attributes: {} };
+  if (!isMap(rendered)) throw 'returned ' + describe(rendered) + ', ' + expected;
+  let keys = Object.keys(rendered);
+  for (let i = 0; i < keys.length; i++) {
+    if (keys[i] !== 'objects' && keys[i] !== 'attributes') {
+      throw 'returned an object with the member ' + describe(keys[i]).replace('the string ', '') + ': a result has objects and attributes only';
+    }
+  }
+  let objects = rendered.objects === undefined ? [] : rendered.objects;
+  let attributes = rendered.attributes === undefined ? {} : rendered.attributes;
+  if (!Array.isArray(objects)) throw 'returned objects that are ' + describe(objects) + ', not a list of objects';
+  if (!isMap(attributes)) throw 'returned attributes that are ' + describe(attributes) + ', not a map of attribute names to mappings';
+  return { objects: objects, attributes: attributes };
+}
+
 // render runs the renderer of params.node: params.views is every node's view as JSON text
 // by name, with relationship targets by name.
 exports.render = function (params) {
@@ -129,15 +175,13 @@ exports.render = function (params) {
     nodes: views,
   };
   try {
-    let rendered = require(params.renderer).render(view, ctx);
-    if (Array.isArray(rendered)) rendered = { objects: rendered };
-    if (!rendered) return { objects: [], attributes: {}, readsAttributes: readsAttributes };
+    let rendered = contract(require(params.renderer).render(view, ctx));
     // Copied as plain data, so that Go receives no cycles; what is copied may read the
     // views' attributes, so readsAttributes is taken last.
-    let objects = plain(rendered.objects || []);
-    let attributes = plain(rendered.attributes || {});
+    let objects = plain(rendered.objects);
+    let attributes = plain(rendered.attributes);
     return { objects: objects, attributes: attributes, readsAttributes: readsAttributes };
   } catch (x) {
-    throw util.sprintf('node %q: renderer %s: %s', params.node, params.renderer, errorMessage(x));
+    throw util.sprintf('node %q: renderer %s: %s', shorten(params.node), params.renderer, errorMessage(x));
   }
 };

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"calaf.io/calaf/etsi"
 	"calaf.io/calaf/etsi/chart"
 	"calaf.io/calaf/internal/lru"
+	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/tosca"
 )
 
@@ -239,6 +241,11 @@ func (r *Renderer) renderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 	if err := applyLifecycle(result, data, opts); err != nil {
 		return nil, err
 	}
+	warnings, err := resolveOperations(compiled.Package, compiledEntry(compiled), result.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	result.Warnings = append(result.Warnings, warnings...)
 	if len(result.Objects) == 0 && len(result.Nodes) > 0 {
 		result.Warnings = append(result.Warnings, noObjects(compiledEntry(compiled), result.Nodes))
 	}
@@ -251,23 +258,36 @@ func (r *Renderer) renderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 	return result, nil
 }
 
-// noObjects says that a package validates but maps no node to any object, naming the
-// node types that have no renderer.
+// noObjects says that a package validates but maps no node to any object: that its
+// renderers returned none, naming them, or, when none of its node types has a renderer,
+// naming the types.
 func noObjects(entry string, nodes []*Node) tosca.Diagnostic {
-	seen := map[string]bool{}
-	var types []string
+	var renderers, types []string
 	for _, node := range nodes {
-		if !seen[node.Type] {
-			seen[node.Type] = true
+		if node.Renderer != "" {
+			renderers = append(renderers, node.Renderer)
+		} else {
 			types = append(types, node.Type)
 		}
 	}
-	sort.Strings(types)
-	if len(types) > 5 {
-		types = append(types[:5], fmt.Sprintf("and %d more", len(types)-5))
+	if len(renderers) > 0 {
+		return tosca.Diagnostic{File: entry, Message: fmt.Sprintf("the package validates but maps no node to any Kubernetes object: its renderers (%s) returned none", fewOf(renderers))}
 	}
 	return tosca.Diagnostic{File: entry, Message: fmt.Sprintf("the package validates but maps no node to any Kubernetes object: none of the types of its %d node templates (%s) has a renderer (calaf.render), and it is no ETSI SOL001 VNF with a deployment flavour (docs/etsi.md)",
-		len(nodes), strings.Join(types, ", "))}
+		len(nodes), fewOf(types))}
+}
+
+// fewOf lists names once each, sorted, at most five of them and the count of the others.
+func fewOf(names []string) string {
+	sort.Strings(names)
+	names = slices.Compact(names)
+	for i, name := range names {
+		names[i] = text.Shorten(name, tosca.MaxEcho)
+	}
+	if len(names) > 5 {
+		names = append(names[:5], fmt.Sprintf("and %d more", len(names)-5))
+	}
+	return strings.Join(names, ", ")
 }
 
 // problemDiagnostics converts problems that scriptlets reported (unsatisfied requirements,

@@ -87,7 +87,10 @@ type Operation struct {
 	InterfaceType  string
 	Name           string
 	Implementation string
-	Dependencies   []string
+	// File is the package file that implements it, as the render resolved it (an
+	// artifact's file, or the path Implementation names).
+	File         string `json:",omitempty"`
+	Dependencies []string
 	// Timeout in seconds, as the template says; 0 or less means the default.
 	Timeout int64
 	// Inputs are the evaluated inputs of the interface and the operation. InputsError says

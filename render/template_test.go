@@ -12,9 +12,21 @@ import (
 // compileTemplate compiles a one-file package whose service.yaml is template.
 func compileTemplate(t *testing.T, template string) *tosca.Compiled {
 	t.Helper()
+	return compilePackage(t, map[string]string{"service.yaml": template})
+}
+
+// compilePackage compiles a package of files (path → content) whose entry is service.yaml.
+func compilePackage(t *testing.T, files map[string]string) *tosca.Compiled {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(template), 0o644); err != nil {
-		t.Fatal(err)
+	for name, content := range files {
+		full := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
 	if err != nil {

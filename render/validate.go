@@ -2,8 +2,10 @@ package render
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/tosca"
 )
 
@@ -37,13 +40,17 @@ const (
 func ValidateObjects(entry string, nodes []*Node) error {
 	var diags []tosca.Diagnostic
 	total := 0
+	defined := packageKinds(nodes)
 	for _, node := range nodes {
 		for _, obj := range node.Objects {
-			size, problems := validateObject(obj)
+			size, problems := validateObject(obj, defined)
 			total += size
 			for _, problem := range problems {
-				diags = append(diags, tosca.Diagnostic{File: entry, Message: fmt.Sprintf("node %q: %s %q: %s", node.Name, obj.GetKind(), obj.GetName(), problem)})
+				diags = append(diags, tosca.Diagnostic{File: entry, Message: fmt.Sprintf("node %s: %s: %s", tosca.Echo(node.Name), objectRef(obj), problem)})
 			}
+		}
+		for _, problem := range validateAttributes(node) {
+			diags = append(diags, tosca.Diagnostic{File: entry, Message: fmt.Sprintf("node %s: %s", tosca.Echo(node.Name), problem)})
 		}
 	}
 	diags = append(diags, checkValues(entry, nodes)...)
@@ -56,9 +63,14 @@ func ValidateObjects(entry string, nodes []*Node) error {
 	return nil
 }
 
-// validateObject returns an object's size as JSON and its problems. An object refused for
-// its size counts 0 towards the package's total, so that it is reported once.
-func validateObject(obj *unstructured.Unstructured) (int, []string) {
+// validateObject returns an object's size as JSON and its problems: of its identity first
+// (validateIdentity; such an object is checked no further), then of its data, size,
+// metadata and typed form. An object refused for its size counts 0 towards the package's
+// total, so that it is reported once.
+func validateObject(obj *unstructured.Unstructured, defined definedKinds) (int, []string) {
+	if problems := validateIdentity(obj, defined); len(problems) > 0 {
+		return 0, problems
+	}
 	if problem := checkData(obj.Object, nil, 0); problem != "" {
 		return 0, []string{problem}
 	}
@@ -69,11 +81,23 @@ func validateObject(obj *unstructured.Unstructured) (int, []string) {
 	if len(data) > MaxObjectBytes {
 		return 0, []string{fmt.Sprintf("%d bytes, more than the API server's limit of 1.5 MiB per object", len(data))}
 	}
-	var problems []string
-	for _, e := range apivalidation.ValidateObjectMetaAccessor(obj, obj.GetNamespace() != "", nameRule(obj.GroupVersionKind()), field.NewPath("metadata")) {
+	problems := fieldProblems(apivalidation.ValidateObjectMetaAccessor(obj, obj.GetNamespace() != "", nameRule(obj.GroupVersionKind()), field.NewPath("metadata")))
+	return len(data), append(problems, validateTyped(obj, data)...)
+}
+
+// fieldProblems words the errors of Kubernetes' validation, each value they repeat cut to
+// tosca.MaxEcho characters.
+func fieldProblems(errs field.ErrorList) []string {
+	problems := make([]string, 0, len(errs))
+	for _, e := range errs {
+		if value, ok := e.BadValue.(string); ok {
+			short := *e
+			short.BadValue = text.Shorten(value, tosca.MaxEcho)
+			e = &short
+		}
 		problems = append(problems, e.Error())
 	}
-	return len(data), append(problems, validateTyped(obj, data)...)
+	return problems
 }
 
 // nameRule is how the API server validates the names of a kind.
@@ -126,10 +150,7 @@ func checkData(value any, at []string, depth int) string {
 		}
 		return ""
 	}
-	if strings.HasPrefix(fmt.Sprintf("%T", value), "func(") {
-		return where(at) + "a function is not data"
-	}
-	return where(at) + fmt.Sprintf("a %T is not data", value)
+	return where(at) + strings.TrimPrefix(tosca.KindOf(value), "a value of ") + " is not data"
 }
 
 func where(at []string) string {
@@ -150,20 +171,64 @@ func validateTyped(obj *unstructured.Unstructured, data []byte) []string {
 	if err := json.Unmarshal(data, typed); err != nil {
 		return []string{conversionMessage(err)}
 	}
-	var problems []string
-	for _, e := range validateKind(typed) {
-		problems = append(problems, e.Error())
-	}
-	return problems
+	return fieldProblems(validateKind(typed))
 }
 
-// conversionMessage words a failed conversion to a typed object.
+// conversionMessage words a failed conversion to a typed object: the field and the kinds
+// of value, not the Go types the JSON decoder names.
 func conversionMessage(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return fmt.Sprintf("%s: %s where %s is expected", typeErr.Field, jsonKind(typeErr.Value), goKind(typeErr.Type))
+	}
 	message := err.Error()
 	if i := strings.Index(message, "json: "); i >= 0 {
 		message = message[i+len("json: "):]
 	}
 	return "a field of the wrong type: " + message
+}
+
+// jsonKind names the kind of a JSON value as the JSON decoder describes it ("string",
+// "number 3.5", "array", "object", "bool").
+func jsonKind(value string) string {
+	switch kind, _, _ := strings.Cut(value, " "); kind {
+	case "string":
+		return "text"
+	case "number":
+		return "a number"
+	case "array":
+		return "a list"
+	case "object":
+		return "a map"
+	case "bool":
+		return "true or false"
+	}
+	return value
+}
+
+// goKind names what a Go type holds as a kind of JSON value.
+func goKind(t reflect.Type) string {
+	switch {
+	case t == nil:
+		return "another kind of value"
+	case t.Kind() == reflect.Pointer:
+		return goKind(t.Elem())
+	case t.Name() == "IntOrString":
+		return "an integer or text"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "text"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "a map"
 }
 
 // checkValues reports the values of a render besides its objects that are not plain data:
@@ -172,11 +237,11 @@ func checkValues(entry string, nodes []*Node) []tosca.Diagnostic {
 	var diags []tosca.Diagnostic
 	for _, node := range nodes {
 		if problem := checkData(node.Properties, []string{"properties"}, 0); problem != "" {
-			diags = append(diags, tosca.Diagnostic{File: entry, Message: fmt.Sprintf("node %q: %s", node.Name, problem)})
+			diags = append(diags, tosca.Diagnostic{File: entry, Message: fmt.Sprintf("node %s: %s", tosca.Echo(node.Name), problem)})
 		}
 		for _, op := range node.Operations {
 			if problem := checkData(op.Inputs, []string{"inputs"}, 0); problem != "" {
-				diags = append(diags, tosca.Diagnostic{File: entry, Message: fmt.Sprintf("node %q: operation %s: %s", node.Name, op.QualifiedName(), problem)})
+				diags = append(diags, tosca.Diagnostic{File: entry, Message: fmt.Sprintf("node %s: operation %s: %s", tosca.Echo(node.Name), op.QualifiedName(), problem)})
 			}
 		}
 	}
@@ -192,7 +257,7 @@ func ValidateOutputs(entry string, outputs map[string]any) error {
 	sort.Strings(names)
 	for _, name := range names {
 		if problem := checkData(outputs[name], nil, 0); problem != "" {
-			return tosca.Invalid(entry, "output %q: %s", name, problem)
+			return tosca.Invalid(entry, "output %s: %s", tosca.Echo(name), problem)
 		}
 	}
 	return nil

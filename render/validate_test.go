@@ -51,7 +51,7 @@ func TestValidateObjects(t *testing.T) {
 		{"port", deployment(map[string]any{"ports": []any{map[string]any{"containerPort": int64(70000)}}}),
 			`node "n": Deployment "web": spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive`},
 		{"wrong type", object("apps/v1", "Deployment", "web", map[string]any{"spec": map[string]any{"replicas": "three"}}),
-			`node "n": Deployment "web": a field of the wrong type: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32`},
+			`node "n": Deployment "web": spec.replicas: text where an integer is expected`},
 		{"NaN", object("v1", "ConfigMap", "x", map[string]any{"data": map[string]any{"x": math.NaN()}}),
 			`node "n": ConfigMap "x": data.x: NaN is not a JSON number`},
 		{"Infinity", object("v1", "ConfigMap", "x", map[string]any{"data": map[string]any{"list": []any{math.Inf(1)}}}),
@@ -70,6 +70,17 @@ func TestValidateObjects(t *testing.T) {
 			`node "n": Deployment "web": spec.template.spec.containers[0].env[0].name: Invalid value: "A=B": a valid environment variable name must consist only of printable ASCII characters other than '='`},
 		{"container name", deployment(map[string]any{"name": "App"}),
 			`node "n": Deployment "web": spec.template.spec.containers[0].name: Invalid value: "App": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
+		{"apiVersion of three parts", object("a/b/c/../../d", "ConfigMap", "x", nil),
+			`node "n": ConfigMap "x": apiVersion "a/b/c/../../d": it is no version ("v1") nor group/version ("apps/v1")`},
+		{"apiVersion without a group", object("/v1", "ConfigMap", "x", nil),
+			`node "n": ConfigMap "x": apiVersion "/v1": it is no version ("v1") nor group/version ("apps/v1")`},
+		{"kind", object("v1", "Config Map!", "x", nil),
+			`node "n": Config Map! "x": kind "Config Map!": a kind is a word of letters and digits that starts with a letter (ConfigMap, StatefulSet)`},
+		{"kind in lower case", object("apps/v1", "deployment", "x", nil),
+			`node "n": deployment "x": kind "deployment": Kubernetes has no such kind in apps/v1 (Deployment?)`},
+		{"core version", object("v2", "ConfigMap", "x", nil),
+			`node "n": ConfigMap "x": apiVersion "v2": the core group of Kubernetes has the versions v1, not "v2"`},
+		{"a kind of a group Kubernetes does not have", object("example.com/v1", "Widget", "x", nil), ""},
 		{"Service port", object("v1", "Service", "web", map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": int64(0)}}}}),
 			`node "n": Service "web": spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive`},
 	}
@@ -103,5 +114,32 @@ func TestValidateRenderTotal(t *testing.T) {
 	err := ValidateObjects("service.yaml", []*Node{{Name: "n", Objects: objects}})
 	if err == nil || !strings.Contains(err.Error(), "more than the limit of 16 MiB per package") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestValidateKindsOfThePackage checks the objects of a group that the package's own
+// CustomResourceDefinition defines against its kinds and served versions.
+func TestValidateKindsOfThePackage(t *testing.T) {
+	crd := object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", map[string]any{"spec": map[string]any{
+		"group": "example.com", "scope": "Namespaced", "names": map[string]any{"kind": "Widget", "plural": "widgets"},
+		"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}, map[string]any{"name": "v0", "served": false}},
+	}})
+	for _, c := range []struct {
+		obj  *unstructured.Unstructured
+		want string
+	}{
+		{object("example.com/v1", "Widget", "w", nil), ""},
+		{object("example.com/v1", "Gadget", "g", nil), `node "n": Gadget "g": kind "Gadget": the package's CustomResourceDefinitions of example.com define Widget only`},
+		{object("example.com/v0", "Widget", "w", nil), `node "n": Widget "w": apiVersion "example.com/v0": the package's CustomResourceDefinition serves Widget in v1 only`},
+		{object("other.example.com/v9", "Anything", "a", nil), ""},
+	} {
+		err := ValidateObjects("service.yaml", []*Node{{Name: "n", Objects: []*unstructured.Unstructured{crd, c.obj}}})
+		got := ""
+		if err != nil {
+			got = tosca.DiagnosticsOf(err)[0].Message
+		}
+		if got != c.want {
+			t.Errorf("%s %s: got\n%s\nwant\n%s", c.obj.GetAPIVersion(), c.obj.GetKind(), got, c.want)
+		}
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -155,6 +157,41 @@ func (p *Package) ManifestPath() (string, error) {
 		}
 	}
 	return "", &IntegrityError{Diagnostics: []Diagnostic{{Message: fmt.Sprintf("several manifests at the package root (%s) and none named after the entry template: name one with Entry-Manifest in %s", strings.Join(roots, ", "), MetaPath)}}}
+}
+
+// HasFile tells whether rel (a package-relative slash path) is a regular file of the
+// package, as ReadFile would read it.
+func (p *Package) HasFile(rel string) bool {
+	clean, err := cleanRelative(rel)
+	if err != nil {
+		return false
+	}
+	info, err := os.Lstat(filepath.Join(p.Root, filepath.FromSlash(clean)))
+	return err == nil && info.Mode().IsRegular()
+}
+
+// ManifestListing returns the path of the package's SOL004 manifest and the package files
+// it lists; "" and nil when the package has none.
+func (p *Package) ManifestListing() (string, map[string]bool, error) {
+	manifestPath, err := p.ManifestPath()
+	if err != nil || manifestPath == "" {
+		return "", nil, err
+	}
+	data, err := p.ReadFile(manifestPath)
+	if err != nil {
+		return "", nil, Invalid(manifestPath, "%v", err)
+	}
+	manifest, err := ParseManifest(manifestPath, data)
+	if err != nil {
+		return "", nil, err
+	}
+	listed := map[string]bool{manifestPath: true}
+	for _, entry := range manifest.Entries {
+		if clean, err := cleanRelative(entry.Source); err == nil && !entry.External() {
+			listed[clean] = true
+		}
+	}
+	return manifestPath, listed, nil
 }
 
 // VerifyIntegrity checks the package against its SOL004 manifest, if it has one: every

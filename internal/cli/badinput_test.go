@@ -359,7 +359,7 @@ func badCases() []badCase {
 			build: dirPackage(map[string]string{
 				"service.yaml": vendorType("exports.render = function (node, ctx) { return { objects: ['not an object', 42] }; };"),
 			}),
-			want: []string{`node "thing": renderer vendor.render.thing returned object 0 as string, not an object`},
+			want: []string{`node "thing": renderer vendor.render.thing returned objects[0] as the string "not an object", not an object`},
 		},
 		{
 			name: "renderer loops forever",
