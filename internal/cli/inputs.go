@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -28,13 +30,9 @@ func (f *inputFlags) register(cmd *cobra.Command) {
 func (f *inputFlags) parse() (map[string]any, error) {
 	inputs := map[string]any{}
 	for _, file := range f.files {
-		data, err := os.ReadFile(file)
+		m, err := readInputsFile(file)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("inputs file: %w", err)}
-		}
-		var m map[string]any
-		if err := yaml.Unmarshal(data, &m); err != nil {
-			return nil, usageError{fmt.Errorf("inputs file %s is not a YAML map: %w", file, err)}
+			return nil, err
 		}
 		for name, value := range m {
 			inputs[name] = value
@@ -56,6 +54,25 @@ func (f *inputFlags) parse() (map[string]any, error) {
 		f.given[name] = text
 	}
 	return inputs, nil
+}
+
+// readInputsFile reads a file of --inputs: a problem with it (it cannot be read, or is no
+// YAML map of inputs: tosca.ParseInputsFile) is one of the inputs, exit 1, not of the
+// command line.
+func readInputsFile(file string) (map[string]any, error) {
+	info, err := os.Stat(file)
+	if err == nil && info.Size() > tosca.MaxInputsFileBytes {
+		return nil, tosca.Invalid(file, "inputs file: %d bytes, more than the limit of %d KiB", info.Size(), tosca.MaxInputsFileBytes>>10)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return nil, tosca.Invalid(file, "inputs file: cannot read it: %v", err)
+	}
+	return tosca.ParseInputsFile(file, data)
 }
 
 // retype gives the -i values of the inputs pkg declares as text (string, version,

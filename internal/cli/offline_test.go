@@ -30,7 +30,7 @@ func TestOfflineCommands(t *testing.T) {
 		{"unknown flag", []string{"validate", hello, "--bogus"}, ExitUsage, []string{"unknown flag"}},
 		{"unknown output", []string{"render", hello, "-o", "toml"}, ExitUsage, []string{`unknown output format "toml"`}},
 		{"input without value", []string{"validate", hello, "-i", "replicas"}, ExitUsage, []string{`input "replicas" is not name=value`}},
-		{"missing inputs file", []string{"validate", hello, "--inputs", "/nonexistent/inputs.yaml"}, ExitUsage, []string{"inputs file"}},
+		{"missing inputs file", []string{"validate", hello, "--inputs", "/nonexistent/inputs.yaml"}, ExitInvalid, []string{"/nonexistent/inputs.yaml: inputs file: cannot read it: no such file or directory"}},
 		{"missing package", []string{"validate", "/nonexistent/package"}, ExitInvalid, []string{"cannot read package"}},
 	}
 	for _, c := range cases {
