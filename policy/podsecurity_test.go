@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"calaf.io/calaf/internal/text"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 )
@@ -122,7 +123,7 @@ namespaces:
 		obj       *unstructured.Unstructured
 		want      string
 	}{
-		{"tenant", root, restricted},
+		{"tenant", root, text.Elide(restricted, tosca.MaxDiagnosticLength)}, // as calaf prints it: one line of a bounded length
 		{"tenant", workload("Deployment", nil, restrictedSpec()), ""},
 		{"infra", privileged, ""},
 		{"other", root, ""},
