@@ -44,13 +44,13 @@ func pushWithCLI(t *testing.T, version, ref string) string {
 
 func registrySecret(namespace, name, password string) *corev1.Secret {
 	auth := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + password))
-	config, _ := json.Marshal(map[string]any{"auths": map[string]any{env.registry.host: map[string]string{"auth": auth}}})
+	config, _ := json.Marshal(map[string]any{"auths": map[string]any{env.registry.Host: map[string]string{"auth": auth}}})
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Type: corev1.SecretTypeDockerConfigJson,
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: config}}
 }
 
 func ociSource(repository, tag, digest, secret string, insecure bool) v1alpha1.Source {
-	src := &v1alpha1.OCISource{URL: "oci://" + env.registry.host + "/" + repository, Tag: tag, Digest: digest, Insecure: insecure}
+	src := &v1alpha1.OCISource{URL: "oci://" + env.registry.Host + "/" + repository, Tag: tag, Digest: digest, Insecure: insecure}
 	if secret != "" {
 		src.SecretRef = &v1alpha1.LocalObjectReference{Name: secret}
 	}
@@ -65,7 +65,7 @@ func TestOCIPushAndDeploy(t *testing.T) {
 	ns := newNamespace(t)
 	createSecret(t, registrySecret(ns, "registry", registryPass))
 	createSecret(t, registrySecret(ns, "wrong", "guess"))
-	ref := "oci://" + env.registry.host + "/calaf/sources-test"
+	ref := "oci://" + env.registry.Host + "/calaf/sources-test"
 	first := pushWithCLI(t, "v1", ref+":stable")
 
 	const interval = 2 * time.Second

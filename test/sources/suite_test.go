@@ -35,6 +35,7 @@ import (
 	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/test/gitserver"
+	"calaf.io/calaf/test/ociregistry"
 	"calaf.io/calaf/worker"
 )
 
@@ -51,7 +52,7 @@ const (
 var env struct {
 	client   client.Client
 	git      *gitserver.Server
-	registry *registry
+	registry *ociregistry.Registry
 	webhook  string // URL of POST /hooks/git
 	writes   sync.Map
 	compiles atomic.Int64
@@ -84,11 +85,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer env.git.Close()
-	if env.registry, err = startRegistry(filepath.Join(root, "registry")); err != nil {
+	if env.registry, err = ociregistry.Start(filepath.Join(root, "registry"), registryUser, registryPass); err != nil {
 		fmt.Fprintln(os.Stderr, "OCI registry:", err)
 		return 1
 	}
-	defer env.registry.stop()
+	defer env.registry.Stop()
 
 	testEnv := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "deploy", "crd")}, ErrorIfCRDPathMissing: true}
 	config, err := testEnv.Start()

@@ -1,4 +1,7 @@
-package sources
+// Package ociregistry runs a real OCI registry for tests: distribution v3 (pinned by the
+// module test/registry, built once from the module proxy), on loopback over plain HTTP,
+// with htpasswd authentication.
+package ociregistry
 
 import (
 	"bytes"
@@ -9,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -16,20 +20,19 @@ import (
 	"calaf.io/calaf/test/gitserver"
 )
 
-// registryVersion is the distribution release test/registry/go.mod pins.
-const registryVersion = "v3.1.2"
+// Version is the distribution release test/registry/go.mod pins.
+const Version = "v3.1.2"
 
-// registry is a distribution v3 registry running on loopback over plain HTTP, with
-// htpasswd authentication.
-type registry struct {
-	host string
-	cmd  *exec.Cmd
-	log  bytes.Buffer
+// Registry is a running registry: Host ("127.0.0.1:port") and the one user it knows.
+type Registry struct {
+	Host, User, Password string
+	cmd                  *exec.Cmd
+	log                  bytes.Buffer
 }
 
-// registryBinary returns the registry binary, built once from the module proxy (in its
-// own module, test/registry) and cached in $CALAF_CACHE (default ~/.cache/calaf).
-func registryBinary() (string, error) {
+// binary returns the registry binary, built once from the module proxy (in its own
+// module, test/registry) and cached in $CALAF_CACHE (default ~/.cache/calaf).
+func binary() (string, error) {
 	cache := os.Getenv("CALAF_CACHE")
 	if cache == "" {
 		home, err := os.UserHomeDir()
@@ -38,34 +41,37 @@ func registryBinary() (string, error) {
 		}
 		cache = filepath.Join(home, ".cache", "calaf")
 	}
-	binary := filepath.Join(cache, "registry-"+registryVersion, "registry")
-	if _, err := os.Stat(binary); err == nil {
-		return binary, nil
+	path := filepath.Join(cache, "registry-"+Version, "registry")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
 	}
-	fmt.Fprintf(os.Stderr, "building the OCI registry (distribution %s) into %s, once\n", registryVersion, binary)
-	build := exec.Command("go", "build", "-ldflags", "-s -w", "-o", binary+".new", "github.com/distribution/distribution/v3/cmd/registry")
-	build.Dir = filepath.Join("..", "registry")
+	_, file, _, _ := runtime.Caller(0)
+	fmt.Fprintf(os.Stderr, "building the OCI registry (distribution %s) into %s, once\n", Version, path)
+	build := exec.Command("go", "build", "-ldflags", "-s -w", "-o", path+".new", "github.com/distribution/distribution/v3/cmd/registry")
+	build.Dir = filepath.Join(filepath.Dir(file), "..", "registry")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return "", fmt.Errorf("building the registry: %w", err)
 	}
-	return binary, os.Rename(binary+".new", binary)
+	return path, os.Rename(path+".new", path)
 }
 
-func startRegistry(dir string) (*registry, error) {
-	binary, err := registryBinary()
+// Start runs a registry keeping its data under dir, whose one user is user with
+// password; Stop ends it.
+func Start(dir, user, password string) (*Registry, error) {
+	path, err := binary()
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(registryPass), bcrypt.MinCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
 	if err != nil {
 		return nil, err
 	}
 	htpasswd := filepath.Join(dir, "htpasswd")
-	if err := os.WriteFile(htpasswd, []byte(registryUser+":"+string(hash)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(htpasswd, []byte(user+":"+string(hash)+"\n"), 0o600); err != nil {
 		return nil, err
 	}
 	addr, err := gitserver.FreePort()
@@ -94,8 +100,8 @@ auth:
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
-	r := &registry{host: addr}
-	r.cmd = exec.Command(binary, "serve", configPath)
+	r := &Registry{Host: addr, User: user, Password: password}
+	r.cmd = exec.Command(path, "serve", configPath)
 	r.cmd.Stdout, r.cmd.Stderr = &r.log, &r.log
 	if err := r.cmd.Start(); err != nil {
 		return nil, err
@@ -111,11 +117,12 @@ auth:
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r.stop()
+	r.Stop()
 	return nil, fmt.Errorf("the registry did not answer on %s: %s", addr, r.log.String())
 }
 
-func (r *registry) stop() {
+// Stop ends the registry.
+func (r *Registry) Stop() {
 	if r.cmd != nil && r.cmd.Process != nil {
 		r.cmd.Process.Kill()
 		r.cmd.Wait()
