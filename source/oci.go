@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -135,12 +136,41 @@ func (h httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 // PushOCI stores a CSAR in a registry as a Calaf package artifact and returns the digest
 // of its manifest. pkg is the opened CSAR, for the config blob.
 func PushOCI(ref name.Reference, csar []byte, pkg *tosca.Package, opts OCIOptions) (v1.Hash, error) {
+	return pushOCI(ref, static.NewLayer(csar, OCILayerMediaType), pkg, opts)
+}
+
+// PushOCIFile is PushOCI for a CSAR kept in a file of size bytes whose SHA-256 is sum
+// (hex): the file is streamed to the registry, never held in memory.
+func PushOCIFile(ref name.Reference, path string, size int64, sum string, pkg *tosca.Package, opts OCIOptions) (v1.Hash, error) {
+	digest, err := v1.NewHash("sha256:" + sum)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	return pushOCI(ref, fileLayer{path: path, size: size, digest: digest}, pkg, opts)
+}
+
+// fileLayer is a blob kept in a file, as a layer of media type OCILayerMediaType.
+type fileLayer struct {
+	path   string
+	size   int64
+	digest v1.Hash
+}
+
+func (l fileLayer) Digest() (v1.Hash, error)             { return l.digest, nil }
+func (l fileLayer) DiffID() (v1.Hash, error)             { return l.digest, nil }
+func (l fileLayer) Compressed() (io.ReadCloser, error)   { return os.Open(l.path) }
+func (l fileLayer) Uncompressed() (io.ReadCloser, error) { return os.Open(l.path) }
+func (l fileLayer) Size() (int64, error)                 { return l.size, nil }
+func (l fileLayer) MediaType() (types.MediaType, error)  { return OCILayerMediaType, nil }
+
+// pushOCI pushes the layer of a CSAR, the config blob describing pkg, and the manifest
+// naming both.
+func pushOCI(ref name.Reference, csarLayer v1.Layer, pkg *tosca.Package, opts OCIOptions) (v1.Hash, error) {
 	config, err := json.Marshal(OCIPackageConfig{Entry: pkg.Entry, Digest: pkg.Digest, Meta: pkg.Meta})
 	if err != nil {
 		return v1.Hash{}, err
 	}
 	configLayer := static.NewLayer(config, OCIConfigMediaType)
-	csarLayer := static.NewLayer(csar, OCILayerMediaType)
 	ropts := opts.remoteOptions()
 	repo := ref.Context()
 	for _, layer := range []v1.Layer{configLayer, csarLayer} {
@@ -296,43 +326,14 @@ func (o *OCI) resolve(ref name.Tag, credID string, opts OCIOptions) (string, err
 
 // download reads the manifest at digest, checks it is a Calaf package, and stores its CSAR.
 func (o *OCI) download(repo name.Repository, digest, key string, opts OCIOptions) (*tosca.Package, error) {
-	ropts := opts.remoteOptions()
-	ref := repo.Digest(digest)
-	desc, err := remote.Get(ref, ropts...)
-	if err != nil {
-		return nil, ociError("fetching", ref.String(), err)
-	}
-	var manifest v1.Manifest
-	if err := json.Unmarshal(desc.Manifest, &manifest); err != nil {
-		return nil, permanent(v1alpha1.ReasonInvalidSource, "%s is not an OCI image manifest: %v", ref, err)
-	}
-	if manifest.Config.MediaType != OCIConfigMediaType && manifest.ArtifactType != OCIArtifactType {
-		return nil, permanent(v1alpha1.ReasonInvalidSource, "%s is not a Calaf package (config media type %q; push one with `calaf package push`)", ref, manifest.Config.MediaType)
-	}
-	var layer *v1.Descriptor
-	for i := range manifest.Layers {
-		if manifest.Layers[i].MediaType == OCILayerMediaType {
-			layer = &manifest.Layers[i]
-			break
-		}
-	}
-	if layer == nil {
-		return nil, permanent(v1alpha1.ReasonInvalidSource, "%s has no layer of media type %s", ref, OCILayerMediaType)
-	}
 	limit := o.MaxArchiveBytes
 	if limit <= 0 {
 		limit = o.Store.Limits().MaxTotalBytes
 	}
-	if layer.Size > limit {
-		return nil, permanent(v1alpha1.ReasonInvalidPackage, "the package in %s is %d bytes, more than the limit of %d", ref, layer.Size, limit)
-	}
-	blob, err := remote.Layer(repo.Digest(layer.Digest.String()), ropts...)
+	ref := repo.Digest(digest)
+	reader, layer, err := OpenOCIPackage(ref, limit, opts)
 	if err != nil {
-		return nil, ociError("fetching", ref.String(), err)
-	}
-	reader, err := blob.Compressed()
-	if err != nil {
-		return nil, ociError("fetching", ref.String(), err)
+		return nil, err
 	}
 	defer reader.Close()
 	data, err := io.ReadAll(io.LimitReader(reader, limit+1))
@@ -350,6 +351,46 @@ func (o *OCI) download(repo name.Repository, digest, key string, opts OCIOptions
 		return nil, storeError(err)
 	}
 	return pkg, nil
+}
+
+// OpenOCIPackage reads the manifest at ref, checks that it is a Calaf package artifact
+// whose CSAR is at most limit bytes, and returns a reader of the CSAR's layer (checked
+// against its digest as it is read) and the layer's descriptor. Failures are *Errors.
+func OpenOCIPackage(ref name.Digest, limit int64, opts OCIOptions) (io.ReadCloser, *v1.Descriptor, error) {
+	ropts := opts.remoteOptions()
+	desc, err := remote.Get(ref, ropts...)
+	if err != nil {
+		return nil, nil, ociError("fetching", ref.String(), err)
+	}
+	var manifest v1.Manifest
+	if err := json.Unmarshal(desc.Manifest, &manifest); err != nil {
+		return nil, nil, permanent(v1alpha1.ReasonInvalidSource, "%s is not an OCI image manifest: %v", ref, err)
+	}
+	if manifest.Config.MediaType != OCIConfigMediaType && manifest.ArtifactType != OCIArtifactType {
+		return nil, nil, permanent(v1alpha1.ReasonInvalidSource, "%s is not a Calaf package (config media type %q; push one with `calaf package push`)", ref, manifest.Config.MediaType)
+	}
+	var layer *v1.Descriptor
+	for i := range manifest.Layers {
+		if manifest.Layers[i].MediaType == OCILayerMediaType {
+			layer = &manifest.Layers[i]
+			break
+		}
+	}
+	if layer == nil {
+		return nil, nil, permanent(v1alpha1.ReasonInvalidSource, "%s has no layer of media type %s", ref, OCILayerMediaType)
+	}
+	if layer.Size > limit {
+		return nil, nil, permanent(v1alpha1.ReasonInvalidPackage, "the package in %s is %d bytes, more than the limit of %d", ref, layer.Size, limit)
+	}
+	blob, err := remote.Layer(ref.Context().Digest(layer.Digest.String()), ropts...)
+	if err != nil {
+		return nil, nil, ociError("fetching", ref.String(), err)
+	}
+	reader, err := blob.Compressed()
+	if err != nil {
+		return nil, nil, ociError("fetching", ref.String(), err)
+	}
+	return reader, layer, nil
 }
 
 // options reads the dockerconfigjson Secret (and its optional ca.crt) of an OCISource.

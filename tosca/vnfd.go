@@ -159,6 +159,17 @@ func (p *Package) ReadVNFD() (*PackageVNFD, error) {
 	return vnfd, nil
 }
 
+// VNFDFiles lists the files of the package's VNFD: the entry and every package file it
+// reaches through imports (ETSI type files included), sorted; the imports are checked as
+// a compile checks them first.
+func (p *Package) VNFDFiles() ([]string, error) {
+	etsi, err := p.checkImports(false)
+	if err != nil {
+		return nil, err
+	}
+	return p.importClosure(etsi.mapped), nil
+}
+
 // checkImports makes the checks a compile makes before Puccini reads anything (see
 // planCompile): ETSI type files imported by URL are mapped to the package's copies, and
 // the preflight bounds and confines every file the entry reaches.
