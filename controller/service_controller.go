@@ -82,7 +82,8 @@ type ServiceReconciler struct {
 	RevealSecretOutputs bool
 	// SettleDelay bounds how long the status patch of a reconcile that applied objects
 	// whose controllers have not looked at them yet is held, so that one patch says
-	// Applied and Ready (2 s when zero).
+	// Applied and Ready (2 s when zero). Negative holds nothing: the status says Applied
+	// as soon as it is true, and Ready when it is, a patch each.
 	SettleDelay time.Duration
 
 	poller       *polling.StatusPoller

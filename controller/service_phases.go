@@ -124,7 +124,7 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 		err = newPhaseError(v1alpha1.ConditionCompiled, v1alpha1.ReasonInternalError, retry, saveErr)
 	}
 	result, err := r.finish(s, err)
-	if err == nil && s.settling && r.settled.hold(svc, svc.Status.Inventory, s.changes, s.unseen, time.Now()) {
+	if err == nil && r.holdStatus(s, time.Now()) {
 		// The controllers' first look follows in moments, with an event that reconciles
 		// the Service again: one status patch says Applied and Ready together, not
 		// Progressing first, and one event says what was applied and that it is ready.
@@ -135,6 +135,15 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 		return ctrl.Result{RequeueAfter: r.settleDelay()}, nil, nil
 	}
 	return result, r.settled.release(svc, s.changes), err
+}
+
+// holdStatus tells whether the status patch of a reconcile that applied changes is held
+// for the objects' controllers to look at them, and if so records that it was (settled).
+func (r *ServiceReconciler) holdStatus(s *scope, now time.Time) bool {
+	if r.SettleDelay < 0 || !s.settling {
+		return false
+	}
+	return r.settled.hold(s.Service, s.Service.Status.Inventory, s.changes, s.unseen, now)
 }
 
 // settleDelay bounds how long a Service's status waits for its objects' controllers to

@@ -88,6 +88,7 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().IntVar(&opts.RenderCacheSize, "render-cache-size", opts.RenderCacheSize, "renders kept in memory")
 	cmd.Flags().DurationVar(&opts.ScriptTimeout, "script-timeout", opts.ScriptTimeout, "deadline of each node's renderer in the operator and, once for every 100 node templates, of all a package's scriptlets")
 	cmd.Flags().DurationVar(&opts.ProgressInterval, "progress-interval", opts.ProgressInterval, "how often a Service whose objects are not healthy yet is checked")
+	cmd.Flags().DurationVar(&opts.SettleDelay, "settle-delay", opts.SettleDelay, "how long a Service's status may wait for its new objects' controllers to look at them, so that one status patch says Applied and Ready (0: Applied said at once, Ready when it is)")
 	cmd.Flags().StringVar(&opts.RunnerPath, "runner", "", "calaf-runner binary streamed into pods to run operations (default: next to calaf, or on $PATH)")
 	cmd.Flags().StringVar(&opts.WebhookAddress, "webhook-bind-address", "", "address of the push webhook, POST /hooks/git (empty: no webhook)")
 	cmd.Flags().StringVar(&webhookTokenFile, "webhook-token-file", "", "file holding the push webhook's token (several, one per line, while rotating it), re-read on every request (default: $CALAF_WEBHOOK_TOKEN)")

@@ -71,6 +71,10 @@ type Options struct {
 	RenderCacheSize         int
 	ScriptTimeout           time.Duration
 	ProgressInterval        time.Duration
+	// SettleDelay bounds how long a Service's status patch waits for its new objects'
+	// controllers to look at them, so that one patch says Applied and Ready; 0 holds
+	// nothing: Applied is said as soon as it is true, Ready when it is.
+	SettleDelay time.Duration
 	// Pprof serves net/http/pprof on the metrics endpoint.
 	Pprof bool
 	// Orchestration runs the operations of node templates in their pods and Day-2
@@ -142,6 +146,14 @@ type Options struct {
 	RestartAfter time.Duration
 }
 
+// settleDelay is the reconciler's SettleDelay for the operator's: 0 holds nothing.
+func settleDelay(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 // DefaultOptions are the defaults of `calaf operator`.
 func DefaultOptions() Options {
 	return Options{
@@ -154,6 +166,7 @@ func DefaultOptions() Options {
 		RenderCacheSize:   2048,
 		ScriptTimeout:     tosca.DefaultScriptTimeout,
 		ProgressInterval:  5 * time.Second,
+		SettleDelay:       2 * time.Second,
 		LeaseDuration:     60 * time.Second,
 		RenewDeadline:     40 * time.Second,
 		RetryPeriod:       5 * time.Second,
@@ -315,6 +328,7 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		Metrics:          st.metrics,
 		ScriptTimeout:    opts.ScriptTimeout,
 		ProgressInterval: opts.ProgressInterval,
+		SettleDelay:      settleDelay(opts.SettleDelay),
 		Policy:           renderPolicy(opts.RenderPolicy),
 		Identities:       st.identities,
 		Secrets:          opts.secrets,
