@@ -40,16 +40,17 @@ func (b *bench) runDistinct(ctx context.Context, report string) error {
 	}
 	var rounds [][]result
 	for i := 0; i < b.rounds; i++ {
-		raw, err := rawRun(ctx, dir, b.n)
+		results, err := b.order.run([]func() (result, error){
+			func() (result, error) { return rawRun(ctx, dir, b.n) },
+			func() (result, error) {
+				return b.operatorRun(ctx, fleet{n: b.n, namespace: fmt.Sprintf("fleet-distinct-%d-r%d-%s", b.n, i, runID), selectors: []string{""}})
+			},
+		})
 		if err != nil {
 			return err
 		}
-		op, err := b.operatorRun(ctx, fleet{n: b.n, namespace: fmt.Sprintf("fleet-distinct-%d-r%d-%s", b.n, i, runID), selectors: []string{""}})
-		if err != nil {
-			return err
-		}
-		printRound(i, b.n, []result{raw, op})
-		rounds = append(rounds, []result{raw, op})
+		printRound(i, b.n, results)
+		rounds = append(rounds, results)
 	}
 	if report == "" {
 		return nil

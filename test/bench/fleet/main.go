@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,6 +92,19 @@ type settings struct {
 	backlog bool
 	// report is the benchmarks.md to update ("": none).
 	report string
+	// seed draws the order of the runs within each round (printed, and said in the
+	// report, so that a run's order can be repeated).
+	seed uint64
+	// settleDelay is the operator's --settle-delay; negative: its default.
+	settleDelay time.Duration
+}
+
+// operatorSettleDelay is the --settle-delay the operator runs with.
+func (s settings) operatorSettleDelay() time.Duration {
+	if s.settleDelay >= 0 {
+		return s.settleDelay
+	}
+	return operator.DefaultOptions().SettleDelay
 }
 
 // operatorConcurrency is the --concurrency the operator runs with.
@@ -127,7 +141,9 @@ func parseFlags() (s settings, rawDir string) {
 	flag.IntVar(&s.concurrency, "concurrency", 0, "the operator's --concurrency (0: its default)")
 	flag.IntVar(&s.smaller, "smaller", 0, "also run this many Services in every round, for the growth to -n (0: not)")
 	flag.Float64Var(&s.operatorQPS, "operator-qps", 200, "the operator's --kube-api-qps (its burst twice that): the baselines' client allows 200 and 400")
-	flag.IntVar(&s.rounds, "rounds", 1, "interleaved rounds (each: both baselines, then the operator runs); medians are reported")
+	flag.IntVar(&s.rounds, "rounds", 1, "interleaved rounds (each: both baselines and the operator runs, in an order drawn from -seed); medians are reported")
+	flag.Uint64Var(&s.seed, "seed", 0, "the seed of the order of the runs within each round (0: one drawn at random, printed and written in the report)")
+	flag.DurationVar(&s.settleDelay, "settle-delay", -1, "the operator's --settle-delay (negative: its default)")
 	memoryLimit := flag.String("memory-limit", "", "also run the operator with this --memory-limit (Go's soft limit, as a container limit sets it), in a namespace of its own")
 	flag.BoolVar(&s.distinct, "distinct", false, "give every Service its own package revision, against raw Puccini compiling the same packages in a loop (a report section of its own)")
 	flag.BoolVar(&s.requestCosts, "request-costs", false, "measure the API server's and etcd's CPU per request of each kind a Service costs, the baselines' applies and the Service's own create, status patch and event (a report section of its own)")
@@ -142,6 +158,9 @@ func parseFlags() (s settings, rawDir string) {
 	}
 	if s.shards > 0 && !flagSet("n") {
 		s.n = 2000
+	}
+	if s.seed == 0 {
+		s.seed = rand.Uint64()
 	}
 	if err := s.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
@@ -186,6 +205,8 @@ type bench struct {
 	archives [][]byte
 	// rendered are the objects of n Services, by n, in renderNamespace.
 	rendered map[int][]byte
+	// order draws the order of the runs of each round, from the seed.
+	order *runOrder
 }
 
 func run(s settings, report string) error {
@@ -227,7 +248,7 @@ func newBench(ctx context.Context, s settings) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bench{settings: s, config: config, c: c, pkg: pkg, archives: [][]byte{archive}, rendered: map[int][]byte{}}, nil
+	return &bench{settings: s, config: config, c: c, pkg: pkg, archives: [][]byte{archive}, rendered: map[int][]byte{}, order: newRunOrder(s.seed)}, nil
 }
 
 // packageDir is the bench package's directory.
@@ -243,6 +264,7 @@ func (b *bench) runScale(ctx context.Context, report string) error {
 		sizes = []int{b.smaller, b.n}
 	}
 	rounds := map[int][][]result{}
+	fmt.Printf("runs in an order drawn from seed %d (-seed %d repeats it)\n", b.seed, b.seed)
 	for i := 0; i < b.rounds; i++ {
 		for _, n := range sizes {
 			results, err := b.round(ctx, n, i)
@@ -282,41 +304,36 @@ func printRound(i, n int, results []result) {
 	}
 }
 
-// round runs both baselines, then the operator once per memory limit, then (with
-// -backlog) the operator started after its Services, each in namespaces of their own
-// (suffixed with the round).
+// round runs both baselines, the operator once per memory limit and (with -backlog) the
+// operator started after its Services, in an order drawn for the round, each in
+// namespaces of their own (suffixed with the round); the results are in that list's order.
 func (b *bench) round(ctx context.Context, n, i int) ([]result, error) {
-	var results []result
+	var runs []func() (result, error)
 	for _, workers := range b.baselineWorkers() {
-		namespace := fmt.Sprintf("fleet-baseline%d-%d-r%d-%s", workers, n, i, runID)
-		objects, err := b.objects(ctx, n, namespace)
-		if err != nil {
-			return nil, err
-		}
-		r, err := b.baseline(ctx, n, namespace, objects, workers)
-		if err != nil {
-			return nil, err
-		}
-		if err := clearNamespace(ctx, b.c, namespace); err != nil {
-			return nil, err
-		}
-		results = append(results, r)
+		runs = append(runs, func() (result, error) {
+			namespace := fmt.Sprintf("fleet-baseline%d-%d-r%d-%s", workers, n, i, runID)
+			objects, err := b.objects(ctx, n, namespace)
+			if err != nil {
+				return result{}, err
+			}
+			r, err := b.baseline(ctx, n, namespace, objects, workers)
+			if err != nil {
+				return result{}, err
+			}
+			return r, clearNamespace(ctx, b.c, namespace)
+		})
 	}
 	for j, limit := range b.memoryLimits {
-		r, err := b.operatorRun(ctx, fleet{n: n, namespace: fmt.Sprintf("fleet-calaf%d-%d-r%d-%s", j, n, i, runID), memoryLimit: limit, selectors: []string{""}})
-		if err != nil {
-			return nil, err
-		}
-		results = append(results, r)
+		runs = append(runs, func() (result, error) {
+			return b.operatorRun(ctx, fleet{n: n, namespace: fmt.Sprintf("fleet-calaf%d-%d-r%d-%s", j, n, i, runID), memoryLimit: limit, selectors: []string{""}})
+		})
 	}
 	if b.backlog {
-		r, err := b.operatorRun(ctx, fleet{n: n, namespace: fmt.Sprintf("fleet-backlog-%d-r%d-%s", n, i, runID), selectors: []string{""}, backlog: true})
-		if err != nil {
-			return nil, err
-		}
-		results = append(results, r)
+		runs = append(runs, func() (result, error) {
+			return b.operatorRun(ctx, fleet{n: n, namespace: fmt.Sprintf("fleet-backlog-%d-r%d-%s", n, i, runID), selectors: []string{""}, backlog: true})
+		})
 	}
-	return results, nil
+	return b.order.run(runs)
 }
 
 // baselineWorkers are the workers of each baseline a round runs: sequential, then

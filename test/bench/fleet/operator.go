@@ -196,6 +196,9 @@ func (b *bench) startOperator(f fleet, selector string, i int) (*operatorProcess
 			"--zap-log-level=" + cmp.Or(os.Getenv("CALAF_FLEET_LOG_LEVEL"), "error"), fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", p.port), "--enable-pprof",
 			"--watch-namespace=" + f.namespace, fmt.Sprintf("--kube-api-qps=%g", b.operatorQPS), fmt.Sprintf("--kube-api-burst=%d", int(2*b.operatorQPS))},
 	}
+	if b.settleDelay >= 0 {
+		op.Args = append(op.Args, "--settle-delay="+b.settleDelay.String())
+	}
 	if f.memoryLimit != "" {
 		op.Args = append(op.Args, "--memory-limit="+f.memoryLimit)
 	}

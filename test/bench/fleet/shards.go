@@ -44,13 +44,13 @@ func (b *bench) runShards(ctx context.Context, report string) error {
 			{n: b.n, namespace: fmt.Sprintf("fleet-shards1-%d-r%d-%s", b.n, i, runID), selectors: []string{""}, shards: b.shards},
 			{n: b.n, namespace: fmt.Sprintf("fleet-shards%d-%d-r%d-%s", b.shards, b.n, i, runID), selectors: shardSelectors(b.shards), shards: b.shards},
 		}
-		results := make([]result, len(runs))
-		for _, j := range order(len(runs), i) {
-			r, err := b.operatorRun(ctx, runs[j])
-			if err != nil {
-				return err
-			}
-			results[j] = r
+		var do []func() (result, error)
+		for _, f := range runs {
+			do = append(do, func() (result, error) { return b.operatorRun(ctx, f) })
+		}
+		results, err := b.order.run(do)
+		if err != nil {
+			return err
 		}
 		printRound(i, b.n, results)
 		rounds = append(rounds, results)
@@ -59,16 +59,6 @@ func (b *bench) runShards(ctx context.Context, report string) error {
 		return nil
 	}
 	return writeShardsReport(report, b.settings, medians(rounds))
-}
-
-// order returns the order of n runs in round i: rotated by one each round, so that no run
-// always goes first.
-func order(n, i int) []int {
-	out := make([]int, n)
-	for k := range out {
-		out[k] = (k + i) % n
-	}
-	return out
 }
 
 // writeShardsReport replaces the shards section of benchmarks.md with the medians of the
