@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,6 +86,9 @@ type ServiceReconciler struct {
 	// Applied and Ready (2 s when zero). Negative holds nothing: the status says Applied
 	// as soon as it is true, and Ready when it is, a patch each.
 	SettleDelay time.Duration
+	// RateLimiter spaces the retries of a failed reconcile (default: controller-runtime's
+	// per-Service exponential backoff, 5 ms doubling up to 1000 s).
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 
 	poller       *polling.StatusPoller
 	fingerprints fingerprints
@@ -131,7 +135,7 @@ func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) 
 		For(&v1alpha1.Service{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(r.Triggers.source()).
 		Watches(&v1alpha1.VnfPackage{}, handler.EnqueueRequestsFromMapFunc(r.servicesOfPackage), builder.WithPredicates(packageUsability{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: r.RateLimiter})
 	if r.lockdown() {
 		// The operator may not watch the Services' objects: they are checked on the
 		// progress interval, and drift is repaired at the Service's interval.

@@ -83,10 +83,10 @@ func TestAlertsHealWithinCooldownAndRate(t *testing.T) {
 	g.Expect(outcomes[0].Outcome).To(Equal(lifecycle.OutcomeCooldown), outcomes[0].Message)
 	g.Expect(outcomes[0].Message).To(ContainSubstring("within its cooldown of 3s"))
 
-	time.Sleep(3500 * time.Millisecond) // past the cooldown
+	advanceClock(t, 3500*time.Millisecond) // past the cooldown
 	_, outcomes = postAlert(t, env.token, labels)
 	g.Expect(outcomes[0].Outcome).To(Equal(lifecycle.OutcomeCreated), outcomes[0].Message)
-	time.Sleep(3500 * time.Millisecond)
+	advanceClock(t, 3500*time.Millisecond)
 	_, outcomes = postAlert(t, env.token, labels)
 	g.Expect(outcomes[0].Outcome).To(Equal(lifecycle.OutcomeRateLimited), outcomes[0].Message)
 	g.Expect(outcomes[0].Message).To(ContainSubstring("made 2 occurrences in the last hour, its maximum: refused"))

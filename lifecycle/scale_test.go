@@ -109,9 +109,20 @@ func TestOccurrencesQueue(t *testing.T) {
 	// PROCESSING is recorded before the first one's apply lands: wait for its replicas,
 	// then check that the queued one adds nothing.
 	g.Eventually(func(g Gomega) int32 { return replicas(g, ns, "core-smf") }, 30*time.Second, 100*time.Millisecond).Should(BeEquivalentTo(4), "the first one acted")
-	g.Consistently(func(g Gomega) int32 { return replicas(g, ns, "core-smf") }, 2*time.Second).Should(BeEquivalentTo(4), "only the first one acted")
+	// From there on, the replicas change once the first one is done, not before: the
+	// Deployment is watched from the version that says 4, and when a version says
+	// other replicas the first occurrence must be COMPLETED.
+	changed := watchReplicaChange(t, ns, "core-smf")
 
 	w.hold("core-smf", false)
+	select {
+	case <-changed:
+		done := &v1alpha1.Operation{}
+		g.Expect(env.client.Get(context.Background(), client.ObjectKeyFromObject(first), done)).To(Succeed())
+		g.Expect(done.Status.OperationState).To(Equal(v1alpha1.StateCompleted), "the replicas changed while the first one was %s: the queued one acted", done.Status.OperationState)
+	case <-time.After(time.Minute):
+		t.Fatal("the replicas did not change after the first one was released")
+	}
 	first = waitState(t, first, v1alpha1.StateCompleted, time.Minute)
 	second = waitState(t, second, v1alpha1.StateCompleted, time.Minute)
 	g.Expect(second.Status.StartTime.Time).NotTo(BeTemporally("<", first.Status.CompletionTime.Time))
@@ -152,4 +163,32 @@ func TestOperate(t *testing.T) {
 	start := v1alpha1.OperationSpec{Type: v1alpha1.OperationOperate, Operate: &v1alpha1.OperateRequest{ChangeStateTo: v1alpha1.ChangeStateStarted}}
 	waitState(t, occurrence(t, ns, "core", start), v1alpha1.StateCompleted, time.Minute)
 	g.Expect(replicas(g, ns, "core-smf")).To(BeEquivalentTo(4))
+}
+
+// watchReplicaChange watches a Deployment from its current version and closes the channel
+// it returns at the first version whose replicas differ from the current ones.
+func watchReplicaChange(t *testing.T, ns, name string) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d := &appsv1.Deployment{}
+	if err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+		t.Fatal(err)
+	}
+	w, err := env.client.Watch(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: d.ResourceVersion, FieldSelector: "metadata.name=" + name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{})
+	go func() {
+		defer w.Stop()
+		for event := range w.ResultChan() {
+			if next, ok := event.Object.(*appsv1.Deployment); ok && replicasOf(next.Spec.Replicas) != replicasOf(d.Spec.Replicas) {
+				close(changed)
+				return
+			}
+		}
+	}()
+	return changed
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +44,18 @@ var env struct {
 	client client.WithWatch
 	// webhook is the URL of the operator's webhook server (alerts), token its token.
 	webhook, token string
+	// ahead is how far the alert receiver's clock runs ahead of the real one: a test
+	// moves it past a cooldown instead of waiting.
+	ahead atomic.Int64
+}
+
+// aheadClock is the alert receiver's clock: the real time, plus env.ahead.
+func aheadClock() time.Time { return time.Now().Add(time.Duration(env.ahead.Load())) }
+
+// advanceClock moves the alert receiver's clock forward by d, until the test ends.
+func advanceClock(t *testing.T, d time.Duration) {
+	env.ahead.Add(int64(d))
+	t.Cleanup(func() { env.ahead.Add(-int64(d)) })
 }
 
 func TestMain(m *testing.M) {
@@ -80,6 +93,7 @@ func run(m *testing.M) int {
 	// Each receiver has its own token; plain HTTP, asked for explicitly, on this host.
 	opts.WebhookListener, opts.WebhookInsecureHTTP = listener, true
 	opts.AlertToken = func() ([]byte, error) { return []byte(env.token), nil }
+	opts.Now = aheadClock
 	opts.WebhookToken = func() ([]byte, error) { return []byte(pushToken), nil }
 	mgr, _, err := operator.NewManager(config, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	if err != nil {

@@ -60,8 +60,12 @@ func subscriptionReader(opts Options, identities *controller.Identities) func(*v
 // newAlertReceiver makes the Alertmanager webhook (lifecycle.AlertPath), served beside
 // the push webhook with a token of its own.
 func newAlertReceiver(mgr ctrl.Manager, opts Options, log logr.Logger) *lifecycle.AlertReceiver {
-	return &lifecycle.AlertReceiver{
+	receiver := &lifecycle.AlertReceiver{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Token: opts.AlertToken, Namespace: opts.Namespace,
-		Recorder: newRecorder(mgr, opts), Log: log.WithName("alerts"), Now: time.Now,
+		Recorder: newRecorder(mgr, opts), Log: log.WithName("alerts"), Now: opts.Now,
 	}
+	if receiver.Now == nil {
+		receiver.Now = time.Now
+	}
+	return receiver
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
@@ -140,6 +142,11 @@ type Options struct {
 	// secrets are those of every Service, hidden from the log and Events (made by
 	// NewProcess and Run).
 	secrets *redact.Registry
+	// Now is the clock of the alert receiver's cooldowns and rates (default time.Now).
+	Now func() time.Time
+	// ServiceRateLimiter spaces the retries of a Service's failed reconcile (default:
+	// controller-runtime's exponential backoff).
+	ServiceRateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 	// RestartAfter is the API outage after which the manager is made anew once the API
 	// answers (fresh watches, no backed-off retries); shorter outages only ask for every
 	// Service to be reconciled.
@@ -329,6 +336,7 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		ScriptTimeout:    opts.ScriptTimeout,
 		ProgressInterval: opts.ProgressInterval,
 		SettleDelay:      settleDelay(opts.SettleDelay),
+		RateLimiter:      opts.ServiceRateLimiter,
 		Policy:           renderPolicy(opts.RenderPolicy),
 		Identities:       st.identities,
 		Secrets:          opts.secrets,

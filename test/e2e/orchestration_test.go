@@ -285,12 +285,16 @@ func countLines(t *testing.T, c *framework.Cluster, ns string, pods []string, fi
 	return counts
 }
 
-// resync asks for n reconciles of a Service, one after the other, and waits for each.
+// resync asks for n reconciles of a Service, one after the other, and waits for each to
+// be handled: its status patch carries the request's token. A reconcile that starts
+// operations marks them Running in that same patch, so the status that says the last
+// request was handled shows whether any run was started: none must be.
 func resync(t *testing.T, ns, name string, n int) {
 	t.Helper()
+	var svc *v1alpha1.Service
 	for i := 0; i < n; i++ {
 		token := fmt.Sprintf("resync-%d", time.Now().UnixNano())
-		svc := getService(t, ns, name)
+		svc = getService(t, ns, name)
 		patch := client.MergeFrom(svc.DeepCopy())
 		if svc.Annotations == nil {
 			svc.Annotations = map[string]string{}
@@ -300,10 +304,17 @@ func resync(t *testing.T, ns, name string, n int) {
 			t.Fatal(err)
 		}
 		NewWithT(t).Eventually(func() string {
-			return getService(t, ns, name).Status.LastHandledReconcileAt
+			svc = getService(t, ns, name)
+			return svc.Status.LastHandledReconcileAt
 		}, time.Minute, 200*time.Millisecond).Should(Equal(token))
 	}
-	time.Sleep(2 * time.Second) // a run started by a resync would have shown by now
+	for _, node := range svc.Status.Nodes {
+		for _, op := range node.Operations {
+			if op.Phase == v1alpha1.OperationRunning {
+				t.Errorf("a resync started %s of node %s: %s", op.Name, node.Name, op.Message)
+			}
+		}
+	}
 }
 
 func nodeStatus(t *testing.T, svc *v1alpha1.Service, name string) v1alpha1.NodeStatus {

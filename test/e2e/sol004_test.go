@@ -93,7 +93,7 @@ func TestSignedPackagesTamperedRevisionKeepsTheOldOne(t *testing.T) {
 	g.Expect(ready.Message).To(ContainSubstring("service.mf:8: the CMS signature does not sign the manifest"))
 	g.Expect(svc.Status.LastAppliedRevision).To(Equal("main@sha1:" + first))
 	g.Expect(svc.Status.Package.Revision).To(Equal("main@sha1:" + first))
-	time.Sleep(3 * time.Second) // resyncs of the tampered revision meanwhile change nothing
+	resync(t, ns, "core", 2) // reconciles of the tampered revision change nothing
 	still := configMap(g, c, ns)
 	g.Expect(still.Data).To(HaveKeyWithValue("version", "v1"))
 	g.Expect(still.ResourceVersion).To(Equal(running.ResourceVersion))

@@ -217,12 +217,17 @@ func TestGitUnreachableBacksOff(t *testing.T) {
 	g.Expect(condition(svc, v1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(condition(svc, v1alpha1.ConditionStalled)).To(BeNil(), "unreachable is not a stall: it is retried")
 
-	before := attempts.Load()
-	time.Sleep(10 * time.Second)
-	tried := attempts.Load() - before
-	t.Logf("%d connection attempts in 10s of backoff", tried)
-	g.Expect(tried).To(BeNumerically(">=", 1), "retried")
-	g.Expect(tried).To(BeNumerically("<=", 15), "backoff, no hot loop")
+	// Retried, each time after a backoff twice the last: the operator's rate limiter was
+	// asked for a delay before every attempt but the first, and gave one that doubles.
+	g.Eventually(attempts.Load, 30*time.Second, 50*time.Millisecond).Should(BeNumerically(">=", 4), "retried")
+	delays := env.retries.of(key)
+	tried := attempts.Load()
+	t.Logf("%d connection attempts, retried after %v", tried, delays)
+	g.Expect(len(delays)).To(BeNumerically(">=", 3))
+	g.Expect(tried).To(BeNumerically("<=", len(delays)+2), "an attempt that no backoff preceded: a hot loop")
+	for i := 1; i < len(delays); i++ {
+		g.Expect(delays[i]).To(BeNumerically(">=", 2*delays[i-1]), "retry %d after %v, the one before after %v: no backoff", i, delays[i], delays[i-1])
+	}
 	still := getConfigMap(g, ns, "demo-config")
 	g.Expect(still.ResourceVersion).To(Equal(running.ResourceVersion), "running objects untouched")
 }

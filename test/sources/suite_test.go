@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,10 +26,12 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
@@ -59,6 +62,36 @@ var env struct {
 	repos    atomic.Int64
 	// triggers are the operator's requests for immediate reconciles (webhook pushes).
 	triggers *controller.Triggers
+	// retries records the backoff of every failed reconcile of a Service.
+	retries *retryLog
+}
+
+// retryLog is the operator's default rate limiter of Service reconciles, recording the
+// delay it gives each retry, by Service.
+type retryLog struct {
+	workqueue.TypedRateLimiter[reconcile.Request]
+	mu     sync.Mutex
+	delays map[client.ObjectKey][]time.Duration
+}
+
+func newRetryLog() *retryLog {
+	return &retryLog{TypedRateLimiter: workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](), delays: map[client.ObjectKey][]time.Duration{}}
+}
+
+// When records the delay before item's next retry.
+func (l *retryLog) When(item reconcile.Request) time.Duration {
+	d := l.TypedRateLimiter.When(item)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.delays[item.NamespacedName] = append(l.delays[item.NamespacedName], d)
+	return d
+}
+
+// of returns the delays given to the retries of a Service so far.
+func (l *retryLog) of(key client.ObjectKey) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.delays[key])
 }
 
 func TestMain(m *testing.M) {
@@ -122,6 +155,8 @@ func run(m *testing.M) int {
 	opts.ProgressInterval = time.Second
 	opts.WebhookListener, opts.WebhookInsecureHTTP = listener, true
 	opts.WebhookToken = func() ([]byte, error) { return []byte(webhookToken), nil }
+	env.retries = newRetryLog()
+	opts.ServiceRateLimiter = env.retries
 	mgr, reconciler, err := operator.NewManager(operatorConfig, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "creating the operator:", err)
