@@ -63,13 +63,23 @@ demo: ground-build ## Calaf on the embedded cluster: operator in-cluster, hello-
 
 ##@ Test
 .PHONY: test
-test: deps ground-build ## Unit, API-server (envtest) and node-mode end-to-end tests.
-	$(MAKE) test-unit
-	$(MAKE) test-e2e
+test: deps ground-build ## Unit, API-server (envtest) and node-mode end-to-end tests; ends with how many tests ran, how many were skipped and why.
+	@mkdir -p bin && : > $(TEST_SUMMARY)
+	@rc=0; { $(MAKE) test-unit && $(MAKE) test-e2e; } || rc=$$?; \
+		printf '\n=== make test: summary (%s)\n' "$$( ((rc == 0)) && echo ok || echo "FAILED ($$rc)")"; cat $(TEST_SUMMARY); exit $$rc
+
+# Every stage of make test appends its tally here (test/testsummary): tests passed,
+# failed and skipped, the reason of each skip, and the stages skipped whole.
+TEST_SUMMARY ?= $(CURDIR)/bin/test-summary.txt
+TESTSUMMARY := bin/testsummary
+
+.PHONY: $(TESTSUMMARY)
+$(TESTSUMMARY):
+	@mkdir -p bin && go build -o $(TESTSUMMARY) ./test/testsummary
 
 .PHONY: test-unit
-test-unit: ## Unit and envtest integration tests (real kube-apiserver + etcd), never from the test cache; then test-race and test-fuzz.
-	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 $(GO_TEST_FLAGS) ./...
+test-unit: $(TESTSUMMARY) ## Unit and envtest integration tests (real kube-apiserver + etcd), never from the test cache; then test-race and test-fuzz.
+	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -json -count=1 $(GO_TEST_FLAGS) ./... | $(TESTSUMMARY) -stage 'unit and envtest' -summary $(TEST_SUMMARY)
 	$(MAKE) test-race
 	$(MAKE) test-fuzz
 
@@ -85,11 +95,12 @@ FUZZ_TIME ?= 10000x
 
 .PHONY: test-fuzz
 test-fuzz: ## A short fuzz run of every fuzz target (FUZZ_TIME each: 10000x executions by default, or a duration such as 30s): package loader, TOSCA.meta and .mf parsers, input conversion, CMS signature check, rendered-object validation.
-	@for target in $(FUZZ_TARGETS); do \
+	@mkdir -p bin; for target in $(FUZZ_TARGETS); do \
 		pkg=$${target%%:*}; name=$${target##*:}; \
 		echo "go test -run '^$$' -fuzz '^$$name$$' -fuzztime=$(FUZZ_TIME) $$pkg"; \
-		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime=$(FUZZ_TIME) $$pkg || exit 1; \
-	done
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime=$(FUZZ_TIME) $$pkg || { echo "fuzz: FAILED — $$target" >> $(TEST_SUMMARY); exit 1; }; \
+	done; \
+	echo "fuzz: ok — $(words $(FUZZ_TARGETS)) targets, $(FUZZ_TIME) each" >> $(TEST_SUMMARY)
 
 # The packages that run concurrently — compiles and renders, the worker pools, the
 # reconcilers with their waves of applies (envtest), the orchestration of operations —
@@ -99,12 +110,13 @@ RACE_PACKAGES := ./tosca/... ./render/ ./etsi/ ./internal/lru/ ./worker/ ./contr
 	./source/... ./orchestration/ ./lifecycle/ ./policy/ ./internal/operator/
 
 .PHONY: test-race
-test-race: ## The concurrent packages (compile, render, workers, reconcilers) under the race detector (needs a C compiler).
-	@if command -v gcc >/dev/null; then \
+test-race: $(TESTSUMMARY) ## The concurrent packages (compile, render, workers, reconcilers) under the race detector (needs a C compiler).
+	@mkdir -p bin; if command -v gcc >/dev/null; then \
 		echo "CGO_ENABLED=1 go test -race -count=1 $(RACE_PACKAGES)"; \
-		KUBEBUILDER_ASSETS=$(BIN_DIR) CGO_ENABLED=1 go test -race -count=1 $(RACE_PACKAGES); \
+		KUBEBUILDER_ASSETS=$(BIN_DIR) CGO_ENABLED=1 go test -json -race -count=1 $(RACE_PACKAGES) | $(TESTSUMMARY) -stage 'race detector' -summary $(TEST_SUMMARY); \
 	else \
 		echo "test-race: no C compiler (gcc), so no race detector: skipped"; \
+		echo "race detector: SKIPPED whole — no C compiler (gcc) on this machine" >> $(TEST_SUMMARY); \
 	fi
 
 FLEET_N ?= 1000
@@ -159,5 +171,5 @@ bench-nfv: ## The NFV interface: an instantiation through REST against creating 
 	$(GROUND)/with-cluster.sh go test -tags e2e -count=1 -timeout 30m -v -run '^TestNFVBench$$' ./test/e2e/ -args -nfv-report=$(CURDIR)/docs/benchmarks.md
 
 .PHONY: test-e2e
-test-e2e: ## Node-mode end-to-end tests on the one-node cluster (started and stopped here).
-	$(GROUND)/with-cluster.sh go test -tags e2e -count=1 -timeout 40m $(GO_TEST_FLAGS) ./test/e2e/...
+test-e2e: $(TESTSUMMARY) ## Node-mode end-to-end tests on the one-node cluster (started and stopped here).
+	$(GROUND)/with-cluster.sh go test -json -tags e2e -count=1 -timeout 40m $(GO_TEST_FLAGS) ./test/e2e/... | $(TESTSUMMARY) -stage 'node-mode e2e' -summary $(TEST_SUMMARY)
