@@ -172,8 +172,11 @@ var mayImport = map[string][]string{
 	"nfvapi/sol013": {},
 	// nfvapi/content keeps and reads back the content of packages uploaded through the
 	// NFV API: in ConfigMaps as the caller, or in the admin's registry as source pushes.
-	"nfvapi/content":   {"api/v1alpha1", "source", "tosca", "tosca/sol004"},
-	"nfvapi/contract":  {"nfvapi"},
+	"nfvapi/content":  {"api/v1alpha1", "source", "tosca", "tosca/sol004"},
+	"nfvapi/contract": {"nfvapi"},
+	// nfvo is the VNFM's client of an external NFVO (grants, its packages).
+	"nfvo":             {"internal/outbound"},
+	"nfvo/nfvostub":    {"nfvo"},
 	"cmd/calaf":        {"internal/front"},
 	"cmd/calaf-full":   {"internal/cli"},
 	"cmd/calaf-runner": {"artifacts/runner"},
