@@ -175,6 +175,11 @@ func (rn *run) start(ctx context.Context) error {
 	case err != nil:
 		return err
 	}
+	if rn.r.Granter != nil && needsGrant(rn.op, rn.svc) {
+		if granted, err := rn.grant(ctx); !granted || err != nil {
+			return err
+		}
+	}
 	rn.op.Status.Retries = rn.op.Spec.Retries
 	return rn.enter(v1alpha1.StateProcessing, "", fmt.Sprintf("%s of Service %s started", rn.op.Spec.Type, rn.svc.Name))
 }

@@ -51,6 +51,10 @@ type Reconciler struct {
 	// ServiceElsewhere, when set, tells whether a Service this operator does not hold
 	// belongs to another shard (whose operator runs its occurrences).
 	ServiceElsewhere func(ctx context.Context, key client.ObjectKey) bool
+	// Granter, when set, asks an NFVO for a grant before an occurrence acts (SOL003
+	// direct mode); VNFMRoot is the NFV API's URL, for the links of the requests.
+	Granter  Granter
+	VNFMRoot string
 }
 
 // SetupWithManager registers the reconciler: a Service's reconcile is asked for by every

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
@@ -20,6 +21,7 @@ type VnfLcmOpOcc struct {
 	StateEnteredTime      string           `json:"stateEnteredTime"`
 	StartTime             string           `json:"startTime"`
 	VnfInstanceID         string           `json:"vnfInstanceId"`
+	GrantID               string           `json:"grantId,omitempty"`
 	Operation             string           `json:"operation"`
 	IsAutomaticInvocation bool             `json:"isAutomaticInvocation"`
 	OperationParams       any              `json:"operationParams,omitempty"`
@@ -85,7 +87,8 @@ func occurrenceView(base string, op *v1alpha1.Operation) VnfLcmOpOcc {
 		ID: op.Name, OperationState: string(state), StateEnteredTime: timestamp(entered), StartTime: timestamp(op.CreationTimestamp.Time),
 		VnfInstanceID: op.Spec.ServiceName, Operation: sol003Operations[op.Spec.Type], IsAutomaticInvocation: op.Spec.TriggeredBy != nil,
 		OperationParams: operationParams(op), CancelMode: string(op.Spec.Cancel),
-		IsCancelPending: op.Spec.Cancel != "" && !state.Final() && state != v1alpha1.StateFailedTemp,
+		IsCancelPending: op.Spec.Cancel != "" && !state.Final() && !apimeta.IsStatusConditionTrue(op.Status.Conditions, v1alpha1.ConditionCancelled),
+		GrantID:         op.Status.GrantID,
 		Links:           OccurrenceLinks{Self: Link{Href: self}, VnfInstance: Link{Href: base + "/vnflcm/v2/vnf_instances/" + op.Spec.ServiceName}},
 	}
 	switch state {

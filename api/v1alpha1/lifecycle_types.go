@@ -461,6 +461,9 @@ const (
 	// OccurrenceRefused: the request cannot be carried out (an unknown aspect, a level
 	// past the maximum, a pod the Service does not own); the occurrence ends FAILED.
 	OccurrenceRefused = "Refused"
+	// OccurrenceGrantRefused: the NFVO refused the grant asked for before the occurrence
+	// acted (SOL003 direct mode); the occurrence ends ROLLED_BACK having done nothing.
+	OccurrenceGrantRefused = "GrantRefused"
 	// OccurrenceCancelled: spec.cancel stopped the occurrence — ROLLED_BACK before it
 	// started, FAILED_TEMP once it had.
 	OccurrenceCancelled = "Cancelled"

@@ -167,6 +167,9 @@ type OperationStatus struct {
 	// Retries handled (spec.retries once the last retry started).
 	// +optional
 	Retries int32 `json:"retries,omitempty"`
+	// GrantID is the grant the NFVO gave before the occurrence acted (SOL003 direct mode).
+	// +optional
+	GrantID string `json:"grantId,omitempty"`
 	// Previous is what the Service ran before the occurrence changed it.
 	// +optional
 	Previous *ServiceSnapshot `json:"previous,omitempty"`

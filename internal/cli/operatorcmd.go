@@ -36,6 +36,7 @@ func newOperatorCommand() *cobra.Command {
 	var webhookTokenFile, alertTokenFile string
 	var verify verifyFlags
 	var outboundPolicy outboundFlags
+	var nfvo nfvoFlags
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the Calaf operator (reconciles Services and Operations)",
@@ -54,6 +55,9 @@ func newOperatorCommand() *cobra.Command {
 			opts.AlertToken = tokenSource(alertTokenFile, "CALAF_ALERT_TOKEN")
 			opts.Credentials = append(opts.Credentials, credentialFiles(kube.kubeconfig, webhookTokenFile, alertTokenFile)...)
 			if err := checkTenancyFlags(&opts); err != nil {
+				return err
+			}
+			if err := nfvo.apply(&opts); err != nil {
 				return err
 			}
 			if err := outboundPolicy.apply(&opts); err != nil {
@@ -102,6 +106,7 @@ func newOperatorCommand() *cobra.Command {
 	registerIsolationFlags(cmd, &opts)
 	registerTenancyFlags(cmd, &opts)
 	registerOutboundFlags(cmd, &opts, &outboundPolicy)
+	registerNFVOFlags(cmd, &nfvo)
 	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
 	zapOptions.BindFlags(logFlags)
 	cmd.Flags().AddGoFlagSet(logFlags)

@@ -10,6 +10,7 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
 	"calaf.io/calaf/lifecycle"
+	"calaf.io/calaf/nfvo"
 )
 
 // addLifecycle registers the reconciler of operation occurrences (package lifecycle): it
@@ -25,6 +26,10 @@ func addLifecycle(mgr ctrl.Manager, opts Options, st *stages, triggers *controll
 		Log:       log.WithName("lifecycle"),
 		// The Services of another shard are not gone: their occurrences are its to run.
 		ServiceElsewhere: serviceElsewhere(mgr.GetAPIReader(), opts),
+		VNFMRoot:         opts.VNFMRoot,
+	}
+	if opts.NFVO != nil {
+		occurrences.Granter = &nfvo.Client{Root: opts.NFVO, HTTP: st.outbound, Auth: opts.NFVOAuth}
 	}
 	if err := occurrences.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return err

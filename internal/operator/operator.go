@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -111,6 +112,12 @@ type Options struct {
 	// OutboundDiscover refuses those requests the cluster's networks too, read from the
 	// API server every minute: ServiceCIDRs, the nodes' pod ranges and addresses.
 	OutboundDiscover bool
+	// NFVO, when set, is the apiRoot of the NFVO that grants the occurrences of VNF
+	// instances (SOL003 direct mode), reached with NFVOAuth through the outbound policy;
+	// VNFMRoot is the NFV API's URL, for the links of the grant requests.
+	NFVO     *url.URL
+	NFVOAuth outbound.Auth
+	VNFMRoot string
 	// Verify is the signature policy every Service's package passes (SOL004).
 	Verify source.VerifyDefaults
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election. The leader

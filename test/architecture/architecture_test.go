@@ -152,7 +152,7 @@ var mayImport = map[string][]string{
 	"controller": {"api/v1alpha1", "tosca", "etsi", "render", "source", "orchestration", "policy"},
 	// lifecycle acts on Services and Operations through the API only (it never calls the
 	// reconciler or the orchestrator); render gives it the node label of pods.
-	"lifecycle": {"api/v1alpha1", "render", "internal/outbound"},
+	"lifecycle": {"api/v1alpha1", "render", "internal/outbound", "nfvo"},
 	// outbound is the one client of requests made on a user's behalf, under the
 	// admin's outbound policy: it knows nothing of Calaf's resources.
 	"internal/outbound": {},
@@ -166,7 +166,7 @@ var mayImport = map[string][]string{
 	// front is calaf's front process: it starts calaf-offline and calaf-full, and links
 	// none of Calaf's stages.
 	"internal/front":    {"worker/crash"},
-	"internal/operator": {"api/v1alpha1", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "onboarding", "worker", "policy", "internal/outbound"},
+	"internal/operator": {"api/v1alpha1", "nfvo", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "onboarding", "worker", "policy", "internal/outbound"},
 	// nfvapi is a front like the CLI: it acts on the API's resources only, as its callers.
 	"nfvapi":        {"api/v1alpha1", "render", "nfvapi/sol013", "internal/outbound"},
 	"nfvapi/sol013": {},
