@@ -98,6 +98,15 @@ func mergedMetadata(had string, patch map[string]apiextensionsv1.JSON) (string, 
 	if err != nil {
 		return "", fmt.Errorf("merging the metadata: %v", err)
 	}
+	// The merge writes keys in no set order: written again with sorted keys, the same
+	// metadata is always the same annotation.
+	var value any
+	if err := json.Unmarshal(merged, &value); err != nil {
+		return "", err
+	}
+	if merged, err = json.Marshal(value); err != nil {
+		return "", err
+	}
 	if len(merged) > maxMetadataBytes {
 		return "", fmt.Errorf("the metadata would be %d bytes, more than %d", len(merged), maxMetadataBytes)
 	}

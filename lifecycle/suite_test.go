@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +31,9 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/internal/operator"
+	"calaf.io/calaf/internal/outbound"
+	"calaf.io/calaf/nfvo"
+	"calaf.io/calaf/nfvo/nfvostub"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/worker"
@@ -42,6 +48,9 @@ const pushToken = "push-token"
 
 var env struct {
 	client client.WithWatch
+	// nfvo grants the occurrences of VNF instances, refusing those of Services named
+	// "denied-…".
+	nfvo *nfvostub.Stub
 	// webhook is the URL of the operator's webhook server (alerts), token its token.
 	webhook, token string
 	// ahead is how far the alert receiver's clock runs ahead of the real one: a test
@@ -84,6 +93,17 @@ func run(m *testing.M) int {
 	// The subscribers' endpoints are test servers on this host: the outbound policy
 	// allows 127.0.0.1 by name.
 	opts.OutboundAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	env.nfvo = &nfvostub.Stub{Token: "nfvo-token", Refuse: func(r nfvo.GrantRequest) string {
+		if strings.HasPrefix(r.VnfInstanceID, "denied-") {
+			return "no capacity left for " + r.VnfInstanceID
+		}
+		return ""
+	}}
+	nfvoServer := httptest.NewServer(env.nfvo)
+	defer nfvoServer.Close()
+	opts.NFVO, _ = url.Parse(nfvoServer.URL)
+	opts.NFVOAuth = outbound.Auth{Bearer: "nfvo-token"}
+	opts.VNFMRoot = "https://vnfm.example"
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
