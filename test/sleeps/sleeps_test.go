@@ -37,9 +37,6 @@ var allowed = map[string]map[string]string{
 	"test/e2e/outage_test.go": {
 		"time.Sleep(outage)": "the API server's outage itself: the test stops it for this long, then checks what the operator did about it",
 	},
-	"test/sources/registry_test.go": {
-		"time.Sleep(100 * time.Millisecond)": "polls until the registry answers, bounded by a deadline",
-	},
 	"test/sources/bench_test.go": {
 		"time.Sleep(time.Duration(r) * interval / rounds) // spread the push over the interval": "a benchmark: spreads its pushes over the polling interval it measures",
 	},
