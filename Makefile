@@ -133,7 +133,7 @@ FLEET_SHARDS ?= 2
 FLEET_SHARDS_N ?= 2000
 
 .PHONY: bench
-bench: ## Compile/render against raw Puccini, whole calaf compile/validate processes against puccini-tosca, package sources, orchestration, 1,000 Services (about 30 min in all); writes docs/benchmarks.md.
+bench: ## Every benchmark, each against a same-run baseline (compile/render, package size, workers, whole processes, ETSI packages, sources, orchestration, lifecycle, the NFV interface, 1,000 Services, request costs, distinct packages, shards; about 90 min in all), and the raw-Puccini record of docs/robustness.md; writes docs/benchmarks.md whole.
 	go test -count=1 -timeout 60m -v -run '^(TestReport|TestETSIReport|TestSizeReport|TestWorkerReport|TestProcessReport)$$' ./test/benchmarks/ -args -report=$(CURDIR)/docs/benchmarks.md
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 -timeout 20m -v -run '^TestBenchSources$$' ./test/sources/ -args -report=$(CURDIR)/docs/benchmarks.md
 	$(MAKE) bench-orchestration
@@ -141,6 +141,17 @@ bench: ## Compile/render against raw Puccini, whole calaf compile/validate proce
 	$(MAKE) bench-nfv
 	$(MAKE) bench-fleet
 	$(MAKE) bench-fleet-costs
+	$(MAKE) bench-fleet-distinct FLEET_ROUNDS=$(FLEET_SIDE_ROUNDS)
+	$(MAKE) bench-fleet-shards FLEET_ROUNDS=$(FLEET_SIDE_ROUNDS)
+	$(MAKE) bench-raw-puccini
+
+# Rounds of the distinct-packages and shards runs within make bench (each round of shards
+# takes about 20 min).
+FLEET_SIDE_ROUNDS ?= 1
+
+.PHONY: bench-raw-puccini
+bench-raw-puccini: ## What raw Puccini does with each hostile input of TestBadInputs, its crashes and hangs asserted (docs/robustness.md's last column; a few minutes of CPU).
+	CALAF_RAW_PUCCINI=1 go test -count=1 -timeout 20m -v -run '^TestRawPucciniOnBadInputs$$' ./internal/cli/
 
 .PHONY: bench-fleet
 bench-fleet: build ## 1,000 (and 300) Services through the operator against plain server-side apply loops, requests counted, on the one-node cluster with kube-controller-manager at FLEET_KCM_QPS (FLEET_ROUNDS rounds, 3 by default, the runs of each in a random order, about 10 min each; FLEET_N=300 FLEET_SMALLER=0 for a quicker run); writes docs/benchmarks.md.

@@ -277,7 +277,7 @@ func processMarkdown(startup []*processCase, tables map[string][]*processCase, i
 		"So the command line is three binaries (make build): the front, which links the standard library alone and starts in milliseconds; calaf-offline, which links Puccini, goja and the render stage but neither the operator nor Helm (etsi/helmchart is the only package that links Helm); and calaf-full, for every other command. " +
 		"A package that deploys a Helm chart is refused by calaf-offline, which tells the front, and the front runs the command again in calaf-full (the same isolation). " +
 		"No Calaf package computes anything at init but a few small maps and regular expressions.\n")
-	fmt.Fprintf(&b, "\nTargets, wall time against `puccini-tosca compile` of the same package: `calaf compile` ≤ %.1f× — %s (worst %.2f×); `calaf validate` ≤ %.1f× — %s (worst %.2f×).\n",
+	fmt.Fprintf(&b, "\nTargets, wall time against `puccini-tosca compile` of the same package:\n\n- `calaf compile` ≤ %.1f× — %s (worst %.2f×).\n- `calaf validate` ≤ %.1f× — %s (worst %.2f×).\n",
 		maxProcessRatio, benchreport.Verdict(worst["`calaf compile`"] <= maxProcessRatio), worst["`calaf compile`"],
 		maxProcessRatio, benchreport.Verdict(worst["`calaf validate`"] <= maxProcessRatio), worst["`calaf validate`"])
 	return b.String()

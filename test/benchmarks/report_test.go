@@ -128,7 +128,7 @@ func markdown(rows []row) string {
 		worstRatio = max(worstRatio, ratio(r))
 		worstCached = max(worstCached, r.cached)
 	}
-	fmt.Fprintf(&b, "\nTargets: cold compile ≤ %.1f× raw Puccini — %s (worst %.2f×); cached render ≤ %v — %s (worst %v).\n",
+	fmt.Fprintf(&b, "\nTargets:\n\n- cold compile ≤ %.1f× raw Puccini, medians of the rounds — %s (worst %.2f×).\n- cached render ≤ %v — %s (worst %v).\n",
 		maxColdRatio, benchreport.Verdict(worstRatio <= maxColdRatio), worstRatio, maxCached, benchreport.Verdict(worstCached <= maxCached), worstCached)
 	return b.String()
 }

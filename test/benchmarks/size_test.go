@@ -152,7 +152,7 @@ func sizeMarkdown(sizes []int, compiles, renders map[int][]time.Duration, defaul
 		processOutcome = "fails: " + strings.ReplaceAll(process.err.Error(), "|", "\\|")
 	}
 	b.WriteString("\nWhat keeps it linear: Calaf resolves requirements with its own indexed resolution (render/resolve.js: a requirement looks only at the node templates its node template name, node type or capability type can match; relationships counted as they are added) and evaluates values without building a path per value, walking the topology in Go (tosca/values.go, called from render/values.js), both held to Puccini's own results by equivalence tests (render/resolve_test.go); TOSCA functions find a named node template through an index; each node's realm parses only the views its renderer reads. Deadlines grow with the work (render.Budget): the script timeout once for every started 100 node templates, each renderer the timeout at most.\n")
-	fmt.Fprintf(&b, "\nTargets: render of 1,000 node templates ≤ %.0f× that of 100 — %s (%.1f×); the default settings render 1,000 node templates — %s (in process: %s; `calaf-full render` as a process, with its worker, the default script timeout and worker limits: %s).\n",
+	fmt.Fprintf(&b, "\nTargets:\n\n- render of 1,000 node templates ≤ %.0f× that of 100 — %s (%.1f×).\n- the default settings render 1,000 node templates — %s (in process: %s; `calaf-full render` as a process, with its worker, the default script timeout and worker limits: %s).\n",
 		maxSizeGrowth, benchreport.Verdict(growth <= maxSizeGrowth), growth, benchreport.Verdict(defaultErr == nil && process.err == nil), defaults, processOutcome)
 	return b.String()
 }

@@ -246,7 +246,7 @@ func workerMarkdown(rows []workerRow, validate, inProcess time.Duration) string 
 	}
 	fmt.Fprintf(&b, "\nWhole processes, `calaf-full validate examples/network-service` (the binary built by the test: the whole of Calaf, whose package work runs in a worker; medians of 9, interleaved): with its worker %v, with the hidden `--in-process` %v — %.2f×: the worker's start and its round trips.\n",
 		validate.Round(time.Millisecond), inProcess.Round(time.Millisecond), float64(validate)/float64(inProcess))
-	fmt.Fprintf(&b, "\nTargets: cold compile in a worker ≤ %.1f× raw Puccini — %s (worst %.2f×); cached render with workers ≤ %v — %s (worst %v).\n",
+	fmt.Fprintf(&b, "\nTargets:\n\n- cold compile in a worker ≤ %.1f× raw Puccini, medians — %s (worst %.2f×).\n- cached render with workers ≤ %v — %s (worst %v).\n",
 		maxColdRatio, benchreport.Verdict(worst <= maxColdRatio), worst, maxCached, benchreport.Verdict(worstCached <= maxCached), worstCached)
 	return b.String()
 }

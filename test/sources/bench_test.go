@@ -236,9 +236,9 @@ func sourcesMarkdown(r benchResults) string {
 	fmt.Fprintf(&b, "| %d Services on one repository and revision, created at once: fetches (git-upload-pack requests at the server) | **%d** | %d (one per Service) | %.2f× |\n",
 		r.n, r.nFetches, r.n, float64(r.nFetches)/float64(r.n))
 	fmt.Fprintf(&b, "| the same %d Services: all Ready; ref listings (ls-remote) | %v; %d listings | — | — |\n", r.n, round(r.allReady), r.nListings)
-	fmt.Fprintf(&b, "\nTargets: cold fetch ≤ %.1f× `git clone --depth 1` — %s; push → applied through the webhook ≤ %v — %s; N Services → one fetch — %s.\n",
-		maxFetchRatio, benchreport.Verdict(float64(r.fetch)/float64(r.clone) <= maxFetchRatio), maxWebhookDelay, benchreport.Verdict(median(r.webhooks) <= maxWebhookDelay), benchreport.Verdict(r.nFetches == 1))
-	fmt.Fprintf(&b, "Polling latency is bounded by the interval (plus up to 10%% jitter) and the same apply work; use the webhook for seconds.\n")
+	fmt.Fprintf(&b, "\nPolling latency is bounded by the interval (plus up to 10%% jitter) and the same apply work; use the webhook for seconds.\n")
+	fmt.Fprintf(&b, "\nTargets:\n\n- cold fetch ≤ %.1f× `git clone --depth 1` — %s (%.2f×).\n- push → applied through the webhook ≤ %v — %s (median %v).\n- N Services on one revision → one fetch — %s (%d fetches for %d Services).\n",
+		maxFetchRatio, benchreport.Verdict(float64(r.fetch)/float64(r.clone) <= maxFetchRatio), float64(r.fetch)/float64(r.clone), maxWebhookDelay, benchreport.Verdict(median(r.webhooks) <= maxWebhookDelay), round(median(r.webhooks)), benchreport.Verdict(r.nFetches == 1), r.nFetches, r.n)
 	return b.String()
 }
 

@@ -66,7 +66,7 @@ func (b *bench) runShards(ctx context.Context, report string) error {
 func writeShardsReport(path string, s settings, runs []result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %d Services, %d shards against 1 operator\n\n", sectionTitle, s.n, s.shards)
-	fmt.Fprintf(&b, "Written by `make bench-fleet-shards` (test/bench/fleet `-shards %d`) %s Medians of %d interleaved round(s): in each, one operator and %d shards on the same Services, each run in a namespace of its own; which run goes first alternates from round to round.\n\n", s.shards, machine(), s.rounds, s.shards)
+	fmt.Fprintf(&b, "Written by `make bench-fleet-shards` (test/bench/fleet `-shards %d`) %s %s\n\n", s.shards, machine(), roundsNote(s, fmt.Sprintf("one operator and %d shards on the same Services, each run in a namespace of its own", s.shards)))
 	fmt.Fprintf(&b, "The Services are those of `make bench-fleet` (one package, their own inputs; *applied* and *Ready* as there), labelled as deploy/sharding labels them, in both runs: Service *i* belongs to shard *i* mod %d, shard 0 (the main one) unlabelled, shard *k* labelled `%s=shard-k`, %d Services each. "+
 		"*1 operator* is one process without a selector; *%d shards* are %d processes on the same namespace with `--watch-label-selector` %s (each shard's lease is named after its selector; the bench runs without leader election). "+
 		"Every process runs `--concurrency %d --kube-api-qps %g --kube-api-burst %d` and its own %d workers, through a counting proxy of its own (the requests below are the shards' sum): %d shards together may send %d times the requests per second the one operator may.\n\n",
