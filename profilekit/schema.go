@@ -155,12 +155,12 @@ func (g *schemaGen) nodeTemplateRef(t *Type) string {
 		properties["required"] = required
 	}
 	template := map[string]any{
-		"type":        map[string]any{"const": t.Name},
-		"description": map[string]any{"type": "string"},
-		"metadata":    map[string]any{"type": "object"},
-		"directives":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-		"properties":  properties,
-		"attributes":  g.namesSchema(attributeNames(c.Attributes(t)), map[string]any{}),
+		"type":         map[string]any{"const": t.Name},
+		"description":  map[string]any{"type": "string"},
+		"metadata":     map[string]any{"type": "object"},
+		"directives":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+		"properties":   properties,
+		"attributes":   g.namesSchema(attributeNames(c.Attributes(t)), map[string]any{}),
 		"requirements": requirementsSchema(requirementNames(c.Requirements(t))),
 		"capabilities": g.namesSchema(capabilityNames(c.Capabilities(t)), map[string]any{"type": "object"}),
 		"interfaces":   g.namesSchema(interfaceNames(c.Interfaces(t)), map[string]any{"type": "object"}),
