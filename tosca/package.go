@@ -96,6 +96,27 @@ func Open(source string, limits Limits) (*Package, error) {
 	return openFile(filepath.Dir(source), filepath.Base(source), limits)
 }
 
+// OpenEntry reads the package in directory dir whose entry service template is entry
+// (dir-relative), whatever TOSCA.meta says: a profile's test case, a template among
+// others. Its digest covers the files and the entry, so that two entries of one
+// directory are two packages to the caches.
+func OpenEntry(dir, entry string, limits Limits) (*Package, error) {
+	clean, err := cleanRelative(entry)
+	if err != nil {
+		return nil, Invalid(entry, "%v", err)
+	}
+	pkg, err := openDirectory(dir, clean, limits)
+	if err != nil {
+		return nil, err
+	}
+	if !pkg.has(clean) {
+		return nil, Invalid(clean, "not a file of the package")
+	}
+	sum := sha256.Sum256([]byte(pkg.Digest + "\x00entry\x00" + clean))
+	pkg.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	return pkg, nil
+}
+
 // hasArchiveExtension tells whether a file name promises an archive, so that a corrupt
 // CSAR is reported as such instead of being read as a YAML template.
 func hasArchiveExtension(name string) bool {
