@@ -165,3 +165,34 @@ func TestProfileTestCasesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestScaffoldPasses: a new profile passes its own test cases and documents its type.
+func TestScaffoldPasses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "acme")
+	if _, err := profilekit.Scaffold(dir, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	run, err := (&profilekit.Runner{Render: profilekit.LocalRender()}).Run(context.Background(), dir, filepath.Join(dir, "tests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range run.Results {
+		if !r.Passed() {
+			t.Errorf("%s: %v", r.Case.Name, r.Failures)
+		}
+	}
+	catalog, err := profilekit.LoadDir(dir, profilekit.ProfileEntry, profilekit.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(profilekit.Markdown(catalog, profilekit.ReferenceOptions{Renders: run.RenderedKinds()}))
+	if !strings.Contains(doc, "### acme.nodes.App") || !strings.Contains(doc, "- Renders (on the profile's test cases): ConfigMap, Deployment, Service") {
+		t.Errorf("the reference does not document the type:\n%s", doc)
+	}
+	if _, err := profilekit.Scaffold(dir, "acme"); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("scaffolding over a profile: %v", err)
+	}
+	if _, err := profilekit.Scaffold(filepath.Join(t.TempDir(), "x"), "Acme Corp"); err == nil {
+		t.Error("a name with spaces was taken")
+	}
+}
