@@ -200,9 +200,14 @@ type LoadOptions struct {
 // LoadDir reads the catalog of the profile or package whose entry file is entry
 // (relative to dir): its own types and every type it imports.
 func LoadDir(dir, entry string, opts LoadOptions) (*Catalog, error) {
+	return LoadFS(os.DirFS(dir), entry, opts)
+}
+
+// LoadFS is LoadDir on a file system: the embedded Calaf profile, a fetched profile.
+func LoadFS(fsys fs.FS, entry string, opts LoadOptions) (*Catalog, error) {
 	l := &loader{catalog: &Catalog{Entry: entry, Scriptlets: map[string]string{}, types: map[Kind]map[string]*Type{}},
 		opts: opts, seen: map[string]bool{}}
-	own := source{origin: OriginProfile, fsys: os.DirFS(dir)}
+	own := source{origin: OriginProfile, fsys: fsys}
 	l.visit(source{origin: OriginTOSCA, fsys: pucciniAssets{}}, "simple/1.3/profile.yaml", nil)
 	l.visit(own, entry, nil)
 	if len(l.diags) > 0 {

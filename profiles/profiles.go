@@ -22,7 +22,10 @@ import (
 const publicRoot = "https://calaf.io/profiles/"
 
 // KubernetesURL is the documented import of the Calaf Kubernetes profile.
-const KubernetesURL = publicRoot + "kubernetes/1.0/profile.yaml"
+const KubernetesURL = publicRoot + KubernetesEntry
+
+// KubernetesEntry is the path in FS of the Calaf Kubernetes profile's entry.
+const KubernetesEntry = "kubernetes/1.0/profile.yaml"
 
 // SOL001 types: Calaf's minimal edition of the ETSI NFV-SOL 001 type files (docs/etsi.md),
 // importable by these URLs or carried in a package under the same file names.
@@ -35,7 +38,9 @@ const (
 // internalRoot prefixes the internal URLs of every embedded profile file.
 const internalRoot = "/calaf/profiles/"
 
-//go:embed kubernetes etsi-nfv
+// The Calaf Kubernetes profile's test cases (kubernetes/1.0/tests) stay out of the binary.
+//
+//go:embed kubernetes/1.0/*.yaml kubernetes/1.0/js etsi-nfv
 var content embed.FS
 
 var register = sync.OnceValue(func() error {

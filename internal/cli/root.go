@@ -139,6 +139,8 @@ func NewRootCommand(streams Streams) *cobra.Command {
 		newRenderCommand(),
 		newGraphCommand(),
 		newWorkerCommand(),
+		newProfileCommand(),
+		newExplainCommand(),
 	)
 	root.AddCommand(clusterCommands()...)
 	wrapArgs(root)

@@ -137,10 +137,12 @@ var mayImport = map[string][]string{
 	"artifacts/protocol": {},
 	"artifacts/runner":   {"artifacts/protocol"},
 	"profiles":           {},
-	"tosca":              {"profiles"},
-	"tosca/sol004":       {"tosca"},
-	"etsi":               {"tosca", "etsi/chart"},
-	"etsi/chart":         {},
+	// profilekit is the vendor's kit: it reads profiles, compiles and renders test cases.
+	"profilekit":   {"profiles", "tosca", "render"},
+	"tosca":        {"profiles"},
+	"tosca/sol004": {"tosca"},
+	"etsi":         {"tosca", "etsi/chart"},
+	"etsi/chart":   {},
 	// helmchart is the only package that links Helm: the wiring hands it to the stages.
 	"etsi/helmchart": {"etsi/chart"},
 	"render":         {"tosca", "etsi", "etsi/chart", "api/v1alpha1"},
