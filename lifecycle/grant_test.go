@@ -2,14 +2,19 @@ package lifecycle_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/source"
+	"calaf.io/calaf/tosca"
 )
 
 func stopOp() v1alpha1.OperationSpec {
@@ -56,4 +61,34 @@ func TestGrantsBeforeActing(t *testing.T) {
 	g.Expect(plain.Status.GrantID).To(BeEmpty())
 	g.Expect(modify.Status.GrantID).To(BeEmpty())
 	g.Expect(env.nfvo.Requests()).To(HaveLen(before), "a grant was asked for a Service that is no VNF instance, or for a MODIFY")
+}
+
+// With an NFVO, a Service naming a VNFD id no VnfPackage of its namespace holds is deployed
+// from the package the NFVO onboarded (SOL003 VNF package management), fetched once.
+func TestPackagesFromTheNFVO(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	dir := t.TempDir()
+	for path, content := range configTemplate("nfvo", "") {
+		g.Expect(os.WriteFile(filepath.Join(dir, path), []byte(content), 0o644)).To(Succeed())
+	}
+	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
+	g.Expect(err).NotTo(HaveOccurred())
+	archive, err := source.Pack(pkg)
+	g.Expect(err).NotTo(HaveOccurred())
+	env.nfvo.AddPackage("vnfd-at-the-nfvo", archive)
+
+	svc := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-nfvo"},
+		Spec: v1alpha1.ServiceSpec{Source: v1alpha1.Source{VnfPackage: &v1alpha1.VnfPackageSource{VnfdID: "vnfd-at-the-nfvo"}}}}
+	g.Expect(env.client.Create(context.Background(), svc)).To(Succeed())
+	svc = waitReady(t, client.ObjectKeyFromObject(svc))
+	g.Expect(string(svc.Status.Outputs["version"].Raw)).To(Equal(`"nfvo"`))
+	g.Expect(svc.Status.Package.Revision).To(Equal("sha256:" + source.SHA256(archive)))
+
+	// A reconcile asked for and handled fetches nothing again: a VNFD id names one version.
+	patch := client.MergeFrom(svc.DeepCopy())
+	svc.Annotations = map[string]string{v1alpha1.ReconcileRequestAnnotation: "again"}
+	g.Expect(env.client.Patch(context.Background(), svc, patch)).To(Succeed())
+	g.Eventually(func() string { return getService(g, client.ObjectKeyFromObject(svc)).Status.LastHandledReconcileAt }, time.Minute).Should(Equal("again"))
+	g.Expect(env.nfvo.Downloads("vnfd-at-the-nfvo")).To(Equal(1))
 }

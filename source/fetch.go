@@ -89,9 +89,14 @@ type Fetcher struct {
 	// passes it (with the Service's spec.verify) before the Service sees it.
 	Verify VerifyDefaults
 
-	flight singleflight.Group
-	lock   sync.Mutex
-	etags  map[string]etagEntry
+	// NFVO, when set, is where a VNFD id no VnfPackage of the namespace holds is fetched
+	// from (an external NFVO, SOL003 direct mode).
+	NFVO NFVOPackages
+
+	flight   singleflight.Group
+	lock     sync.Mutex
+	etags    map[string]etagEntry
+	nfvoSums map[string]string
 }
 
 // ReaderFunc returns the reader that reads the Secrets and ConfigMaps a Service names

@@ -55,6 +55,9 @@ func (f *Fetcher) fetchVnfPackage(ctx context.Context, svc *v1alpha1.Service) (*
 		return nil, err
 	}
 	pkg, err := ResolveVnfPackage(ctx, reader, svc.Namespace, svc.Spec.Source.VnfPackage.VnfdID)
+	if notFound(err) && f.NFVO != nil {
+		return f.fetchFromNFVO(ctx, svc.Spec.Source.VnfPackage.VnfdID)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/controller"
 	"calaf.io/calaf/lifecycle"
-	"calaf.io/calaf/nfvo"
 )
 
 // addLifecycle registers the reconciler of operation occurrences (package lifecycle): it
@@ -28,8 +27,8 @@ func addLifecycle(mgr ctrl.Manager, opts Options, st *stages, triggers *controll
 		ServiceElsewhere: serviceElsewhere(mgr.GetAPIReader(), opts),
 		VNFMRoot:         opts.VNFMRoot,
 	}
-	if opts.NFVO != nil {
-		occurrences.Granter = &nfvo.Client{Root: opts.NFVO, HTTP: st.outbound, Auth: opts.NFVOAuth}
+	if st.nfvo != nil {
+		occurrences.Granter = st.nfvo
 	}
 	if err := occurrences.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return err

@@ -44,6 +44,7 @@ import (
 	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/internal/redact"
+	"calaf.io/calaf/nfvo"
 	"calaf.io/calaf/onboarding"
 	"calaf.io/calaf/orchestration"
 	"calaf.io/calaf/policy"
@@ -285,6 +286,8 @@ type stages struct {
 	identity             string
 	// outbound sends the requests made on a user's behalf (notifications).
 	outbound *outbound.Client
+	// nfvo is the external NFVO's client (grants, its packages), when one is configured.
+	nfvo *nfvo.Client
 }
 
 func newStages(config *rest.Config, opts Options, registry prometheus.Registerer, log logr.Logger) (*stages, error) {
@@ -315,12 +318,17 @@ func newStages(config *rest.Config, opts Options, registry prometheus.Registerer
 		return nil, err
 	}
 	hostname, _ := os.Hostname()
-	return &stages{
+	st := &stages{
 		metrics: m, identities: identities, orchestrationMetrics: orchestration.NewMetrics(registry),
 		fetcher: fetcher, compiler: compiler, renderer: renderer, readVNFD: readVNFD,
 		identity: hostname + "_" + string(uuid.NewUUID()),
 		outbound: newOutbound(context.Background(), reader, opts, log.WithName("outbound")),
-	}, nil
+	}
+	if opts.NFVO != nil {
+		st.nfvo = &nfvo.Client{Root: opts.NFVO, HTTP: st.outbound, Auth: opts.NFVOAuth}
+		fetcher.NFVO = st.nfvo
+	}
+	return st, nil
 }
 
 // buildManager makes a manager with the reconcilers, the webhook and the API monitor.

@@ -25,9 +25,27 @@ type Stub struct {
 	// Packages are the contents of onboarded packages, by VNFD id.
 	Packages map[string][]byte
 
-	mu       sync.Mutex
-	requests []nfvo.GrantRequest
-	pending  map[string]int
+	mu        sync.Mutex
+	requests  []nfvo.GrantRequest
+	pending   map[string]int
+	downloads map[string]int
+}
+
+// Downloads is how many times a package's content was fetched.
+func (s *Stub) Downloads(vnfdID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.downloads[vnfdID]
+}
+
+// AddPackage serves a package's content for a VNFD id.
+func (s *Stub) AddPackage(vnfdID string, content []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Packages == nil {
+		s.Packages = map[string][]byte{}
+	}
+	s.Packages[vnfdID] = content
 }
 
 // Requests are the grant requests received, in order.
@@ -50,7 +68,13 @@ func (s *Stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.read(w, strings.TrimPrefix(r.URL.Path, "/grant/v1/grants/"))
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/vnfpkgm/v2/onboarded_vnf_packages/") && strings.HasSuffix(r.URL.Path, "/package_content"):
 		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/vnfpkgm/v2/onboarded_vnf_packages/"), "/package_content")
+		s.mu.Lock()
 		content, ok := s.Packages[id]
+		if s.downloads == nil {
+			s.downloads = map[string]int{}
+		}
+		s.downloads[id]++
+		s.mu.Unlock()
 		if !ok {
 			problem(w, http.StatusNotFound, "no package of VNFD "+id)
 			return
