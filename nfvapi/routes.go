@@ -59,6 +59,9 @@ func (s *Server) routes() {
 	for path, methods := range s.subscriptionMethods() {
 		allowed[path] = methods
 	}
+	for path, methods := range s.routePackages() {
+		allowed[path] = methods
+	}
 	s.methods(allowed)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		sol013.WriteProblem(w, r, sol013.Errorf(http.StatusNotFound, "nothing is served at %s", r.URL.Path))

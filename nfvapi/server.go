@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/internal/lru"
+	"calaf.io/calaf/nfvapi/content"
 	"calaf.io/calaf/nfvapi/sol013"
 )
 
@@ -43,6 +44,9 @@ type Config struct {
 	// Rate and Burst bound each caller's requests per second (default 20, burst 40).
 	Rate  rate.Limit
 	Burst int
+	// Content keeps the content of uploaded packages (nil: a store of small packages
+	// only, in ConfigMaps).
+	Content *content.Store
 	// Callbacks tests a subscription's callback before it is made; nil skips the test.
 	Callbacks CallbackTester
 	// Now is the clock (default time.Now).
@@ -81,6 +85,13 @@ type Server struct {
 // allowed to impersonate the callers and to create TokenReviews) with scheme and mapper.
 func New(cfg Config, config *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper) (*Server, error) {
 	cfg.defaults()
+	if cfg.Content == nil {
+		store, err := content.New(content.Config{})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Content = store
+	}
 	if err := cfg.Tenancy.Validate(); err != nil {
 		return nil, err
 	}
@@ -131,9 +142,14 @@ type handlerFunc func(r *request) (int, any, error)
 // route registers a handler for "METHOD /path"; paths under /vnflcm/v2 require the
 // Version header of major version 2.
 func (s *Server) route(pattern string, h handlerFunc) {
-	method, path, _ := strings.Cut(pattern, " ")
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, path, h) })
-	_ = method
+	s.routeBounded(pattern, s.cfg.MaxBodyBytes, h)
+}
+
+// routeBounded is route for a request whose body may be up to maxBody bytes (a package's
+// content), not the bound of a JSON body.
+func (s *Server) routeBounded(pattern string, maxBody int64, h handlerFunc) {
+	_, path, _ := strings.Cut(pattern, " ")
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, path, maxBody, h) })
 }
 
 // methods registers, for each path, the answer to methods it does not serve: 405 with
@@ -148,7 +164,7 @@ func (s *Server) methods(allowed map[string][]string) {
 	}
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, h handlerFunc) {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, maxBody int64, h handlerFunc) {
 	if strings.HasPrefix(path, "/vnflcm/v2/") {
 		w.Header().Set(sol013.HeaderVersion, lcmVersion)
 		if err := sol013.CheckVersion(r, 2, !strings.HasSuffix(path, "/api_versions")); err != nil {
@@ -175,7 +191,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, h ha
 		return
 	}
 	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	}
 	req := &request{Request: r, caller: caller, client: cl, header: w.Header()}
 	status, body, err := h(req)
@@ -186,7 +202,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, path string, h ha
 		sol013.WriteProblem(w, r, err)
 		return
 	}
+	if stream, ok := body.(streamed); ok {
+		stream.write(w, r, status)
+		return
+	}
 	writeJSON(w, status, body)
+}
+
+// streamed is an answer that is no JSON document (a package's content, a file of it):
+// it writes itself.
+type streamed interface {
+	write(w http.ResponseWriter, r *http.Request, status int)
 }
 
 // allow takes one request from the caller's rate.

@@ -128,6 +128,7 @@ func nfvoRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"calaf.io"}, Resources: []string{"services", "operations", "lifecyclesubscriptions", "vnfpackages"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "get"}},
 	}
 }
 

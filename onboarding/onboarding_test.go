@@ -30,6 +30,8 @@ func onboard(t *testing.T, ns, name string, archive []byte, verify *v1alpha1.Ver
 	return client.ObjectKeyFromObject(pkg)
 }
 
+func sha256Hex(data []byte) string { return source.SHA256(data) }
+
 func csar(t *testing.T, name string, opts vnfpackages.Options) []byte {
 	t.Helper()
 	archive, err := vnfpackages.CSAR(name, opts)

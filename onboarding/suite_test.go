@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -28,6 +29,7 @@ import (
 // reconciler, its workers) running in this process against them.
 var env struct {
 	client client.WithWatch
+	config *rest.Config
 	ctx    context.Context
 }
 
@@ -76,7 +78,7 @@ func run(m *testing.M) int {
 		}
 	}()
 	defer func() { cancel(); <-done }()
-	env.ctx = ctx
+	env.ctx, env.config = ctx, config
 	if env.client, err = client.NewWithWatch(config, client.Options{Scheme: operator.NewScheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

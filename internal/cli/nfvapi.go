@@ -28,6 +28,8 @@ import (
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/nfvapi"
+	"calaf.io/calaf/nfvapi/content"
+	"calaf.io/calaf/source"
 )
 
 // nfvAPIFlags are the settings of calaf nfv-api.
@@ -47,6 +49,47 @@ type nfvAPIFlags struct {
 	ratePerCaller               float64
 	shutdownGracePeriod         time.Duration
 	outboundAllow, outboundDeny []string
+	content                     contentFlags
+}
+
+// contentFlags say where the content of uploaded VNF packages goes (nfvapi/content).
+type contentFlags struct {
+	registry, authFile, caFile, pullSecret string
+	insecure                               bool
+	maxBytes, inlineBytes                  int64
+}
+
+func (c *contentFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&c.registry, "content-registry", "", "oci://HOST[/PATH]: where uploaded VNF packages larger than --inline-package-bytes go (each namespace's in PATH/NAMESPACE); without it only small ones are taken")
+	fl.BoolVar(&c.insecure, "content-registry-insecure", false, "the content registry speaks plain HTTP")
+	fl.StringVar(&c.authFile, "content-registry-auth-file", "", "Docker config.json with the credentials to push to and pull from the content registry")
+	fl.StringVar(&c.caFile, "content-registry-ca-file", "", "PEM CA bundle of the content registry")
+	fl.StringVar(&c.pullSecret, "content-registry-pull-secret", "", "name of the dockerconfigjson Secret, in every namespace using the NFV API, with which the operator pulls packages from the content registry")
+	fl.Int64Var(&c.maxBytes, "max-package-bytes", 64<<20, "largest VNF package content an upload may send (the operator's package limit)")
+	fl.Int64Var(&c.inlineBytes, "inline-package-bytes", 512<<10, "VNF package content of at most this size is kept in a ConfigMap of its namespace (at most 768 KiB)")
+}
+
+// store makes the content store the flags say.
+func (c *contentFlags) store() (*content.Store, error) {
+	cfg := content.Config{Registry: c.registry, Insecure: c.insecure, PullSecret: c.pullSecret, MaxBytes: c.maxBytes, InlineBytes: c.inlineBytes}
+	if c.authFile != "" {
+		data, err := os.ReadFile(c.authFile)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Keychain, err = source.ParseDockerConfig(data, false); err != nil {
+			return nil, fmt.Errorf("--content-registry-auth-file: %w", err)
+		}
+	}
+	if c.caFile != "" {
+		data, err := os.ReadFile(c.caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.CABundle = data
+	}
+	return content.New(cfg)
 }
 
 func newNFVAPICommand() *cobra.Command {
@@ -62,6 +105,7 @@ func newNFVAPICommand() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	f.kube.register(cmd)
+	f.content.register(cmd)
 	fl.StringVar(&f.listen, "listen", ":9443", "address to serve on")
 	fl.StringVar(&f.certFile, "tls-cert-file", "", "PEM certificate to serve (re-read when it changes, e.g. a mounted cert-manager Secret)")
 	fl.StringVar(&f.keyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
@@ -167,6 +211,11 @@ func (f *nfvAPIFlags) serverConfig() (nfvapi.Config, error) {
 	}
 	cfg.Callbacks = nfvapi.OutboundCallbacks{Client: outbound.New(outbound.Options{UserAgent: "calaf-nfv-api",
 		Policy: outbound.Policy{Allow: allow, Deny: networks}})}
+	store, err := f.content.store()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Content = store
 	if f.tenantsFile != "" {
 		data, err := os.ReadFile(f.tenantsFile)
 		if err != nil {

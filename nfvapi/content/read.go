@@ -45,6 +45,7 @@ type Content struct {
 	SHA256 string
 	path   string
 	limits tosca.Limits
+	store  *Store
 
 	once sync.Once
 	pkg  *tosca.Package
@@ -123,7 +124,7 @@ func (s *Store) keep(r io.Reader) (*Content, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Content{Size: up.size, SHA256: up.sha256, path: up.path, limits: s.cfg.Limits}, nil
+	return &Content{Size: up.size, SHA256: up.sha256, path: up.path, limits: s.cfg.Limits, store: s}, nil
 }
 
 // Close removes what was read.
@@ -142,6 +143,12 @@ func (c *Content) Archive() (*os.File, error) {
 // open reads the package the archive holds, once.
 func (c *Content) open() (*tosca.Package, error) {
 	c.once.Do(func() {
+		release, err := c.store.acquire(context.Background())
+		if err != nil {
+			c.err = err
+			return
+		}
+		defer release()
 		data, err := os.ReadFile(c.path)
 		if err != nil {
 			c.err = err

@@ -70,7 +70,13 @@ type Config struct {
 // Store keeps and reads back the content of VNF packages. Safe for concurrent use.
 type Store struct {
 	cfg Config
+	// reading bounds the packages read (a whole archive in memory, then extracted) at
+	// once.
+	reading chan struct{}
 }
+
+// maxReading is how many packages the store reads at once.
+const maxReading = 2
 
 // New returns a store with cfg's settings, defaults filled in.
 func New(cfg Config) (*Store, error) {
@@ -91,7 +97,7 @@ func New(cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("content registry: %w", err)
 		}
 	}
-	return &Store{cfg: cfg}, nil
+	return &Store{cfg: cfg, reading: make(chan struct{}, maxReading)}, nil
 }
 
 // MaxBytes is the bound of an upload.
@@ -126,7 +132,7 @@ func (s *Store) Put(ctx context.Context, c client.Client, pkg *v1alpha1.VnfPacka
 		return v1alpha1.Source{}, err
 	}
 	defer os.Remove(spooled.path)
-	opened, err := s.check(spooled)
+	opened, err := s.check(ctx, spooled)
 	if err != nil {
 		return v1alpha1.Source{}, err
 	}
@@ -177,7 +183,12 @@ func (s *Store) spool(body io.Reader) (*spooled, error) {
 // check opens an upload as the operator will (a SOL004 option 2 zip unwrapped, the
 // package's limits, a zip whose entries agree), and returns the package: hostile or
 // broken archives are refused before anything is kept.
-func (s *Store) check(up *spooled) (*tosca.Package, error) {
+func (s *Store) check(ctx context.Context, up *spooled) (*tosca.Package, error) {
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	data, err := os.ReadFile(up.path)
 	if err != nil {
 		return nil, err
@@ -187,6 +198,16 @@ func (s *Store) check(up *spooled) (*tosca.Package, error) {
 		return nil, &InvalidError{Message: "the package cannot be read: " + firstLine(err)}
 	}
 	return pkg, nil
+}
+
+// acquire waits for a turn to read a package (maxReading at once) and returns its end.
+func (s *Store) acquire(ctx context.Context) (func(), error) {
+	select {
+	case s.reading <- struct{}{}:
+		return func() { <-s.reading }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // openArchive opens a CSAR, or the CSAR of a SOL004 option 2 zip.

@@ -170,7 +170,7 @@ var mayImport = map[string][]string{
 	"internal/front":    {"worker/crash"},
 	"internal/operator": {"api/v1alpha1", "nfvo", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "onboarding", "worker", "policy", "internal/outbound"},
 	// nfvapi is a front like the CLI: it acts on the API's resources only, as its callers.
-	"nfvapi":        {"api/v1alpha1", "render", "nfvapi/sol013", "internal/outbound"},
+	"nfvapi":        {"api/v1alpha1", "render", "nfvapi/sol013", "internal/outbound", "nfvapi/content"},
 	"nfvapi/sol013": {},
 	// nfvapi/content keeps and reads back the content of packages uploaded through the
 	// NFV API: in ConfigMaps as the caller, or in the admin's registry as source pushes.
