@@ -96,3 +96,27 @@ func TestAnchor(t *testing.T) {
 		}
 	}
 }
+
+// docs/benchmarks.md is what the benchmarks write and nothing else: its sections are the
+// writers', in the page's order, under the page's opening and the targets they gather.
+func TestBenchmarksPageIsTheWriters(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Benchmarks()
+	sections := make([]string, len(p.Sections))
+	for _, s := range splitSections(string(data)) {
+		heading := firstLine(s)
+		switch i := p.index(heading); {
+		case heading == glanceHeading:
+		case i < 0:
+			t.Errorf("docs/benchmarks.md has %q, which no benchmark writes: the page is make bench's (change a section's writer instead)", heading)
+		default:
+			sections[i] = s
+		}
+	}
+	if diff := cmp.Diff(p.render(sections), string(data)); diff != "" {
+		t.Errorf("docs/benchmarks.md is not as make bench writes it (-written +page):\n%s", diff)
+	}
+}
