@@ -9,7 +9,7 @@ import (
 	"calaf.io/calaf/test/hostile"
 )
 
-// Classes of untrusted input (issue 15).
+// Classes of untrusted input.
 const (
 	classIsolation  = "isolation"
 	classPolicy     = "policy"

@@ -20,7 +20,7 @@ import (
 const sizeSectionTitle = "## Package size"
 
 // maxSizeGrowth is the goal for render time from 100 to 1,000 node templates: linear,
-// with room for a constant part (issue 17).
+// with room for a constant part.
 const maxSizeGrowth = 12.0
 
 // writeChainPackage writes a package of n node templates in a chain of ConfigMap and
