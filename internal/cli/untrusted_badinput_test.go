@@ -26,7 +26,7 @@ var robustnessReport = flag.String("robustness-report", "", "write the table of 
 // arguments), so that the cases run as real processes whose time and memory are measured.
 const cliEnv = "CALAF_TEST_AS_CLI"
 
-// untrustedCase is a hostile or broken package of one of those classes: calaf validate
+// untrustedCase is a hostile or broken package of a class of untrusted input (untrusted_cases_test.go): calaf validate
 // and calaf render must both end with exit code 1 and exactly this one line on stderr.
 type untrustedCase struct {
 	class, name string
