@@ -1,6 +1,7 @@
 package onboarding_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/cli"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/test/vnfpackages"
 	"calaf.io/calaf/tosca/sol004/sol004test"
@@ -83,6 +85,16 @@ func TestOnboarding(t *testing.T) {
 	g.Expect(disabled.Generation).To(BeNumerically(">", pkg.Status.ObservedGeneration))
 	g.Expect(states()).To(Equal(seen), "no PROCESSING since")
 	g.Expect(disabled.Status.Revision).To(Equal(st.Revision))
+
+	// calaf packages lists it, and shows it.
+	var out, errOut bytes.Buffer
+	code := cli.Run([]string{"packages", "--kubeconfig", env.kubeconfig, "-n", ns}, cli.Streams{Out: &out, Err: &errOut})
+	g.Expect(code).To(BeZero(), "%s", errOut.String())
+	g.Expect(out.String()).To(MatchRegexp(`hello\s+` + vnfpackages.HelloVnfdID + `\s+ONBOARDED\s+DISABLED\s+NOT_IN_USE\s+Calaf Test Vendor\s+Hello CNF\s+1.0`))
+	out.Reset()
+	code = cli.Run([]string{"packages", "hello", "--kubeconfig", env.kubeconfig, "-n", ns}, cli.Streams{Out: &out, Err: &errOut})
+	g.Expect(code).To(BeZero(), "%s", errOut.String())
+	g.Expect(out.String()).To(ContainSubstring("Flavours:      complex, simple\n"))
 }
 
 // watchStates watches the VnfPackages of a namespace and returns the onboarding states

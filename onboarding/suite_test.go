@@ -31,6 +31,8 @@ var env struct {
 	client client.WithWatch
 	config *rest.Config
 	ctx    context.Context
+	// kubeconfig is a kubeconfig file of an admin, for the calaf commands.
+	kubeconfig string
 }
 
 func TestMain(m *testing.M) {
@@ -52,6 +54,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer testEnv.Stop()
+	if env.kubeconfig, err = writeKubeconfig(testEnv); err != nil {
+		fmt.Fprintln(os.Stderr, "a kubeconfig:", err)
+		return 1
+	}
+	defer os.Remove(env.kubeconfig)
 	opts := operator.DefaultOptions()
 	opts.MetricsAddress, opts.HealthAddress = "0", "0"
 	opts.PackageCacheDir = filepath.Join(os.TempDir(), fmt.Sprintf("calaf-onboarding-test-%d", os.Getpid()))
@@ -118,4 +125,23 @@ func waitOnboarding(t *testing.T, key client.ObjectKey, state v1alpha1.Onboardin
 		g.Expect(pkg.Status.OnboardingState).To(Equal(state), "status: %+v", pkg.Status)
 	}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
 	return pkg
+}
+
+// writeKubeconfig writes the kubeconfig of an admin of the test environment to a file.
+func writeKubeconfig(testEnv *envtest.Environment) (string, error) {
+	user, err := testEnv.AddUser(envtest.User{Name: "calaf-cli", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp("", "calaf-onboarding-kubeconfig-")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	_, err = f.Write(data)
+	return f.Name(), err
 }

@@ -35,6 +35,7 @@ func clusterCommands() []*cobra.Command {
 		newOpsCommand(),
 		newOperatorCommand(),
 		newPackageCommand(),
+		newPackagesCommand(),
 		newNFVAPICommand(),
 	}
 }
