@@ -10,10 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/test/vnfpackages"
 )
 
 // configData returns the data of the Service's ConfigMap.
@@ -171,4 +173,44 @@ func stepNamed(g Gomega, op *v1alpha1.Operation, name string) v1alpha1.Operation
 	}
 	g.Expect(name).To(BeEmpty(), "no step %q in %+v", name, op.Status.Steps)
 	return v1alpha1.OperationStep{}
+}
+
+// A CHANGE_PACKAGE names the new package by VNFD id as a Service does: to a DISABLED
+// package it fails (the Service is refused it: VnfPackageDisabled) and leaves FAILED_TEMP;
+// a rollback puts the Service back on what it ran.
+func TestChangePackageToADisabledVnfPackage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deploy(t, ns, "cfg", configTemplate("1", ""), nil)
+	archive, err := vnfpackages.CSAR("cnf-manifests", vnfpackages.Options{Manifest: "hello.mf"})
+	g.Expect(err).NotTo(HaveOccurred())
+	src, err := vnfpackages.Upload(ctx, env.client, ns, "hello", archive)
+	g.Expect(err).NotTo(HaveOccurred())
+	pkg, err := vnfpackages.Create(ctx, env.client, ns, "hello", src, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.client.Get(ctx, client.ObjectKeyFromObject(pkg), pkg)).To(Succeed())
+		g.Expect(pkg.Status.OnboardingState).To(Equal(v1alpha1.OnboardingOnboarded), "%+v", pkg.Status)
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	patch := client.MergeFrom(pkg.DeepCopy())
+	pkg.Spec.OperationalState = v1alpha1.PackageDisabled
+	g.Expect(env.client.Patch(ctx, pkg, patch)).To(Succeed())
+
+	byVnfd := v1alpha1.Source{VnfPackage: &v1alpha1.VnfPackageSource{VnfdID: vnfpackages.HelloVnfdID}}
+	op := occurrence(t, ns, "cfg", v1alpha1.OperationSpec{Type: v1alpha1.OperationChangePackage,
+		ChangePackage: &v1alpha1.ChangePackageRequest{Source: byVnfd}, Timeout: &metav1.Duration{Duration: 3 * time.Second}})
+	op = waitState(t, op, v1alpha1.StateFailedTemp, time.Minute)
+	g.Expect(op.Status.Message).To(ContainSubstring("VnfPackage hello is DISABLED"))
+	svc := getService(g, client.ObjectKey{Namespace: ns, Name: "cfg"})
+	g.Expect(svc.Spec.Source.VnfPackage).NotTo(BeNil())
+	stalled := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionStalled)
+	g.Expect(stalled).NotTo(BeNil())
+	g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonVnfPackageDisabled))
+	g.Expect(configData(g, ns, "cfg")).To(HaveKeyWithValue("version", "1"), "what ran runs on")
+
+	g.Expect(update(op, func(op *v1alpha1.Operation) { op.Spec.Resolution = v1alpha1.ResolutionRollback })).To(Succeed())
+	waitState(t, op, v1alpha1.StateRolledBack, time.Minute)
+	svc = waitReady(t, client.ObjectKey{Namespace: ns, Name: "cfg"})
+	g.Expect(svc.Spec.Source.VnfPackage).To(BeNil())
 }
