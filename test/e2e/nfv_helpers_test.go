@@ -172,7 +172,13 @@ func (api *nfvAPI) openstack(t *testing.T, who nfvo, args ...string) (string, in
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	full := append([]string{"--os-auth-type", "admin_token", "--os-token", who.token, "--os-endpoint", api.url, "--os-tacker-api-version", "2"}, args...)
+	// The client has its VNF package commands (SOL005) under API version 1 only, its
+	// vnflcm ones under 2.
+	version := "2"
+	if len(args) > 1 && args[0] == "vnf" && args[1] == "package" {
+		version = "1"
+	}
+	full := append([]string{"--os-auth-type", "admin_token", "--os-token", who.token, "--os-endpoint", api.url, "--os-tacker-api-version", version}, args...)
 	cmd := exec.CommandContext(ctx, "openstack", full...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	var out bytes.Buffer
