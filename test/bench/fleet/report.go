@@ -215,7 +215,11 @@ func writeTargets(b *strings.Builder, s settings, runs, smaller []result) {
 	fmt.Fprintf(b, "- writes per Service, events counted, ≤ one apply per object and one status patch (%d) — %s (%.2f: %.2f applies, %.2f status patches, %.2f events, %.2f other).\n",
 		objectsPerService+1, benchreport.Verdict(writes(c) <= objectsPerService+1.005), writes(c), c["apply"], c["status patch"], c["POST event"], max(writes(c)-c["apply"]-c["status patch"]-c["POST event"], 0))
 	fmt.Fprintf(b, "- no GET a cache or the apply response could answer — %s (%.2f GETs per Service, %.2f of them 404).\n", benchreport.Verdict(c["GET"]+c["GET 404"] < 0.05), c["GET"]+c["GET 404"], c["GET 404"])
-	fmt.Fprintf(b, "- peak RSS ≤ 150 MiB without a memory limit — %s (%s; at its peak %s).\n", benchreport.Verdict(calaf.peakRSS > 0 && calaf.peakRSS <= 150<<20), strings.TrimPrefix(rss(calaf.peakRSS), "peak RSS "), calaf.rssSplit)
+	split := ""
+	if calaf.rssSplit != "" {
+		split = "; at its peak " + calaf.rssSplit
+	}
+	fmt.Fprintf(b, "- peak RSS ≤ 150 MiB without a memory limit — %s (%s%s).\n", benchreport.Verdict(calaf.peakRSS > 0 && calaf.peakRSS <= 150<<20), strings.TrimPrefix(rss(calaf.peakRSS), "peak RSS "), split)
 	if len(smaller) > 2 {
 		// Linear, with 8% of slack: 3.6× from 300 to 1,000.
 		growth, bound := calaf.applied.Seconds()/smaller[2].applied.Seconds(), 1.08*float64(s.n)/float64(s.smaller)
