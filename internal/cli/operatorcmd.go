@@ -37,6 +37,7 @@ func newOperatorCommand() *cobra.Command {
 	var verify verifyFlags
 	var outboundPolicy outboundFlags
 	var nfvo nfvoFlags
+	var resources string
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the Calaf operator (reconciles Services and Operations)",
@@ -58,6 +59,9 @@ func newOperatorCommand() *cobra.Command {
 				return err
 			}
 			if err := nfvo.apply(&opts); err != nil {
+				return err
+			}
+			if err := checkResourceMode(&opts, resources); err != nil {
 				return err
 			}
 			if err := outboundPolicy.apply(&opts); err != nil {
@@ -103,6 +107,7 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().StringVar(&verify.mode, "verify-mode", "", "signature policy of every Service's package (SOL004): Enforce, Warn, or Off; spec.verify can only make it stricter")
 	cmd.Flags().StringVar(&verify.anchors, "verify-anchors", "", "PEM bundle of trust anchors every Service trusts (read at start)")
 	cmd.Flags().BoolVar(&verify.serviceAnchors, "verify-service-anchors", true, "also trust the anchors a Service names in spec.verify.anchors")
+	cmd.Flags().StringVar(&resources, "resources", string(operator.ResourcesCRD), "where Services and Operations are kept: crd (custom resources), configmap (labelled ConfigMaps of --watch-namespace: no CRD, a Role is enough; see docs/configmap-mode.md), or both")
 	registerIsolationFlags(cmd, &opts)
 	registerTenancyFlags(cmd, &opts)
 	registerOutboundFlags(cmd, &opts, &outboundPolicy)
@@ -111,6 +116,21 @@ func newOperatorCommand() *cobra.Command {
 	zapOptions.BindFlags(logFlags)
 	cmd.Flags().AddGoFlagSet(logFlags)
 	return cmd
+}
+
+// checkResourceMode sets the operator's resource mode from --resources: ConfigMap mode
+// is namespaced (its Role reaches one namespace).
+func checkResourceMode(opts *operator.Options, resources string) error {
+	switch mode := operator.ResourceMode(resources); mode {
+	case operator.ResourcesCRD, operator.ResourcesConfigMaps, operator.ResourcesBoth:
+		opts.Resources = mode
+	default:
+		return usageError{fmt.Errorf("--resources=%s: want crd, configmap or both", resources)}
+	}
+	if opts.Resources != operator.ResourcesCRD && opts.Namespace == "" {
+		return usageError{fmt.Errorf("--resources=%s needs --watch-namespace: ConfigMap mode serves one namespace", resources)}
+	}
+	return nil
 }
 
 // apiClientFlags are the operator's settings of its API server client.

@@ -12,11 +12,10 @@ import (
 	"calaf.io/calaf/lifecycle"
 )
 
-// addLifecycle registers the reconciler of operation occurrences (package lifecycle): it
+// addOccurrences registers the reconciler of operation occurrences (package lifecycle): it
 // queues every Operation, runs lifecycle operations through the Service's spec and the
-// orchestrator, and asks for reconciles of Services through triggers; and the notifier
-// of LifecycleSubscriptions.
-func addLifecycle(mgr ctrl.Manager, opts Options, st *stages, triggers *controller.Triggers, log logr.Logger) error {
+// orchestrator, and asks for reconciles of Services through triggers.
+func addOccurrences(mgr ctrl.Manager, opts Options, st *stages, triggers *controller.Triggers, log logr.Logger) error {
 	occurrences := &lifecycle.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -30,9 +29,12 @@ func addLifecycle(mgr ctrl.Manager, opts Options, st *stages, triggers *controll
 	if st.nfvo != nil {
 		occurrences.Granter = st.nfvo
 	}
-	if err := occurrences.SetupWithManager(mgr, opts.Concurrency); err != nil {
-		return err
-	}
+	return occurrences.SetupWithManager(mgr, opts.Concurrency)
+}
+
+// addSubscriptions registers the notifier of LifecycleSubscriptions (custom resources
+// only) and the releaser of the NFV interface's identifiers.
+func addSubscriptions(mgr ctrl.Manager, opts Options, st *stages, log logr.Logger) error {
 	notifier := &lifecycle.Notifier{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log.WithName("notifications"),
 		Backoff: opts.NotifyBackoff, Outbound: st.outbound, CredentialsReader: subscriptionReader(opts, st.identities)}
 	if opts.OutboundDiscover {

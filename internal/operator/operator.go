@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/cmmode"
 	"calaf.io/calaf/controller"
 	"calaf.io/calaf/etsi/helmchart"
 	"calaf.io/calaf/internal/outbound"
@@ -159,6 +160,28 @@ type Options struct {
 	// answers (fresh watches, no backed-off retries); shorter outages only ask for every
 	// Service to be reconciled.
 	RestartAfter time.Duration
+	// Resources is where Services and Operations are kept: as custom resources (the
+	// default), as labelled ConfigMaps of Namespace (package cmmode; no CRD needed), or
+	// both side by side.
+	Resources ResourceMode
+}
+
+// ResourceMode says where an operator finds its Services and Operations.
+type ResourceMode string
+
+const (
+	ResourcesCRD        ResourceMode = "crd"
+	ResourcesConfigMaps ResourceMode = "configmap"
+	ResourcesBoth       ResourceMode = "both"
+)
+
+// servesCRDs tells whether the operator reads Calaf's custom resources.
+func (opts Options) servesCRDs() bool { return opts.Resources != ResourcesConfigMaps }
+
+// servesConfigMaps tells whether the operator reads Services and Operations kept as
+// ConfigMaps.
+func (opts Options) servesConfigMaps() bool {
+	return opts.Resources == ResourcesConfigMaps || opts.Resources == ResourcesBoth
 }
 
 // settleDelay is the reconciler's SettleDelay for the operator's: 0 holds nothing.
@@ -331,13 +354,58 @@ func newStages(config *rest.Config, opts Options, registry prometheus.Registerer
 	return st, nil
 }
 
-// buildManager makes a manager with the reconcilers, the webhook and the API monitor.
+// buildManager makes a manager with the reconcilers, the webhook and the API monitor. In
+// ConfigMap mode the reconcilers see Services and Operations through a cmmode.View of the
+// manager; with both modes, a second set of reconcilers runs on that view.
 func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger) (ctrl.Manager, *controller.ServiceReconciler, *orchestration.Orchestrator, error) {
 	mgr, err := newManager(config, opts, st.identity)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	primary := ctrl.Manager(mgr)
+	if !opts.servesCRDs() {
+		if primary, err = cmmode.NewView(mgr, opts.Namespace); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	triggers := controller.NewTriggers(8192)
+	reconciler, orchestrator, err := addReconcilers(primary, opts, st, triggers, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if opts.Resources == ResourcesBoth {
+		view, err := cmmode.NewView(mgr, opts.Namespace)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if _, _, err := addReconcilers(view, opts, st, controller.NewTriggers(8192), log.WithName("configmaps")); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if opts.servesCRDs() {
+		if err := addSubscriptions(mgr, opts, st, log); err != nil {
+			return nil, nil, nil, err
+		}
+		if err := addOnboarding(mgr, opts, st); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if err := addWebhook(primary, opts, triggers, log); err != nil {
+		return nil, nil, nil, err
+	}
+	monitor, err := newAPIMonitor(config, primary.GetAPIReader(), triggers, opts, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := mgr.Add(monitor); err != nil {
+		return nil, nil, nil, err
+	}
+	return mgr, reconciler, orchestrator, nil
+}
+
+// addReconcilers registers the Service reconciler, the orchestrator's and the lifecycle's
+// on mgr (the manager, or a cmmode.View of it), sharing triggers.
+func addReconcilers(mgr ctrl.Manager, opts Options, st *stages, triggers *controller.Triggers, log logr.Logger) (*controller.ServiceReconciler, *orchestration.Orchestrator, error) {
 	reconciler := &controller.ServiceReconciler{
 		Client:           mgr.GetClient(),
 		APIReader:        mgr.GetAPIReader(),
@@ -364,32 +432,17 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		}
 	}
 	var orchestrator *orchestration.Orchestrator
+	var err error
 	if opts.Orchestration {
 		if orchestrator, err = addOrchestration(mgr, opts, triggers, st, log); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		reconciler.Orchestrator = orchestrator
 	}
 	if err := reconciler.SetupWithManager(mgr, opts.Concurrency); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	if err := addLifecycle(mgr, opts, st, triggers, log); err != nil {
-		return nil, nil, nil, err
-	}
-	if err := addOnboarding(mgr, opts, st); err != nil {
-		return nil, nil, nil, err
-	}
-	if err := addWebhook(mgr, opts, triggers, log); err != nil {
-		return nil, nil, nil, err
-	}
-	monitor, err := newAPIMonitor(config, mgr.GetAPIReader(), triggers, opts, log)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := mgr.Add(monitor); err != nil {
-		return nil, nil, nil, err
-	}
-	return mgr, reconciler, orchestrator, nil
+	return reconciler, orchestrator, addOccurrences(mgr, opts, st, triggers, log)
 }
 
 // newManager makes the manager: its cache holds Calaf's resources and the objects of
@@ -402,14 +455,18 @@ func newManager(config *rest.Config, opts Options, identity string) (ctrl.Manage
 	}
 	cacheOptions := cache.Options{
 		DefaultLabelSelector: labels.NewSelector().Add(*managed),
-		ByObject: map[client.Object]cache.ByObject{
+		DefaultTransform:     trimForCache,
+	}
+	if opts.servesCRDs() {
+		// Only an operator that reads Calaf's custom resources names them: the cache asks
+		// the API server the scope of each kind named here.
+		cacheOptions.ByObject = map[client.Object]cache.ByObject{
 			&v1alpha1.Service{}:               {Label: opts.serviceSelector()},
 			&v1alpha1.Operation{}:             {Label: labels.Everything()},
 			&v1alpha1.LifecycleSubscription{}: {Label: labels.Everything()},
 			// VnfPackages are sharded as Services are, by the same label.
 			&v1alpha1.VnfPackage{}: {Label: opts.serviceSelector()},
-		},
-		DefaultTransform: trimForCache,
+		}
 	}
 	if opts.Namespace != "" {
 		cacheOptions.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}

@@ -24,7 +24,9 @@ func newOutbound(ctx context.Context, reader client.Reader, opts Options, log lo
 	// An endpoint's circuit stays open no longer than a notification waits.
 	c := outbound.New(outbound.Options{Policy: outbound.Policy{Allow: opts.OutboundAllow, Deny: denied(opts.OutboundDeny)},
 		CircuitBackoff: opts.NotifyBackoff})
-	if opts.OutboundDiscover {
+	// ConfigMap mode alone has no subscriptions (no notification to send) and no right
+	// to read the cluster's networks.
+	if opts.OutboundDiscover && opts.servesCRDs() {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		(&networkWatch{reader: reader, client: c, opts: opts, log: log}).refresh(ctx)
