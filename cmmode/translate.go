@@ -37,12 +37,16 @@ func (p pair) resourceVersion() string {
 	return p.spec.ResourceVersion + "." + p.status.ResourceVersion
 }
 
-// generation reads the companion's generation (0 before the first admission).
+// generation reads the companion's generation (0 before the first admission), one more
+// once the object is being deleted, as the API server counts a custom resource's.
 func (p pair) generation() int64 {
 	if p.status == nil {
 		return 0
 	}
 	g, _ := strconv.ParseInt(p.status.Data[KeyGeneration], 10, 64)
+	if p.spec.DeletionTimestamp != nil {
+		g++
+	}
 	return g
 }
 
