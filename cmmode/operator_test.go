@@ -177,4 +177,3 @@ func TestServiceFromConfigMap(t *testing.T) {
 	}).WithTimeout(60 * time.Second).Should(Succeed())
 	g.Expect(calafRequests.Load()).To(BeZero(), "requests for calaf.io custom resources")
 }
-
