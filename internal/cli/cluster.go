@@ -37,6 +37,7 @@ func clusterCommands() []*cobra.Command {
 		newPackageCommand(),
 		newPackagesCommand(),
 		newNFVAPICommand(),
+		newConvertCommand(),
 	}
 }
 

@@ -36,23 +36,24 @@ func newListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var list v1alpha1.ServiceList
 			var opts []client.ListOption
 			if !all {
 				opts = append(opts, client.InNamespace(namespace))
 			}
-			if err := c.List(ctx, &list, opts...); err != nil {
+			services, err := listServices(ctx, c, opts...)
+			if err != nil {
 				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAMESPACE\tNAME\tREADY\tSTATE\tREVISION\tAGE\tMESSAGE")
-			for _, svc := range list.Items {
+			fmt.Fprintln(w, "NAMESPACE\tNAME\tKEPT AS\tREADY\tSTATE\tREVISION\tAGE\tMESSAGE")
+			for _, s := range services {
+				svc := s.service
 				ready, message := "Unknown", ""
 				if c := apimeta.FindStatusCondition(svc.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 					ready, message = string(c.Status), c.Message
 				}
 				age := time.Since(svc.CreationTimestamp.Time).Round(time.Second)
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", svc.Namespace, svc.Name, ready, orDash(string(svc.Status.InstantiationState)),
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", svc.Namespace, svc.Name, s.keptAs, ready, orDash(string(svc.Status.InstantiationState)),
 					text.Truncate(svc.Status.LastAppliedRevision, 24), age, text.Truncate(message, 80))
 			}
 			return w.Flush()
@@ -69,6 +70,37 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// listedService is a Service and the form it is kept in (Service or ConfigMap).
+type listedService struct {
+	service v1alpha1.Service
+	keptAs  string
+}
+
+// listServices lists the Services kept as custom resources (none when the cluster has no
+// CRD) and those kept as ConfigMaps.
+func listServices(ctx context.Context, c client.WithWatch, opts ...client.ListOption) ([]listedService, error) {
+	var out []listedService
+	var crs v1alpha1.ServiceList
+	if err := c.List(ctx, &crs, opts...); err != nil && !apimeta.IsNoMatchError(err) {
+		return nil, err
+	}
+	for _, svc := range crs.Items {
+		out = append(out, listedService{service: svc, keptAs: "Service"})
+	}
+	cm, err := configMapClient(c)
+	if err != nil {
+		return nil, err
+	}
+	var cms v1alpha1.ServiceList
+	if err := cm.List(ctx, &cms, opts...); err != nil {
+		return nil, err
+	}
+	for _, svc := range cms.Items {
+		out = append(out, listedService{service: svc, keptAs: "ConfigMap"})
+	}
+	return out, nil
 }
 
 func newDeleteCommand() *cobra.Command {
