@@ -168,7 +168,12 @@ var mayImport = map[string][]string{
 	// front is calaf's front process: it starts calaf-offline and calaf-full, and links
 	// none of Calaf's stages.
 	"internal/front":    {"worker/crash"},
-	"internal/operator": {"api/v1alpha1", "nfvo", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "onboarding", "worker", "policy", "internal/outbound"},
+	"internal/operator": {"api/v1alpha1", "nfvo", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "onboarding", "worker", "policy", "internal/outbound", "cmmode"},
+	// cmmode keeps Services and Operations as ConfigMaps under the reconcilers' client and
+	// cache: it knows the API and the CRDs (deploy/crd), and none of the stages, which
+	// know nothing of it.
+	"cmmode":     {"api/v1alpha1", "deploy/crd"},
+	"deploy/crd": {},
 	// nfvapi is a front like the CLI: it acts on the API's resources only, as its callers.
 	"nfvapi":        {"api/v1alpha1", "render", "nfvapi/sol013", "internal/outbound", "nfvapi/content"},
 	"nfvapi/sol013": {},

@@ -143,3 +143,8 @@ func AccountKubeconfig(ctx context.Context, cs kubernetes.Interface, adminKubeco
 func ApplyFile(ctx context.Context, c client.Client, file string) error {
 	return applyFile(ctx, c, file)
 }
+
+// ForEachObject calls do with every object of a multi-document YAML file.
+func ForEachObject(file string, do func(*unstructured.Unstructured) error) error {
+	return forEachObject(file, do)
+}
