@@ -23,7 +23,7 @@ func (s *Schemas) ToConfigMap(ctx context.Context, obj *unstructured.Unstructure
 		return nil, err
 	}
 	spec, _, _ := unstructured.NestedFieldCopy(obj.Object, "spec")
-	candidate := admissionObject(k, obj, spec, nil)
+	candidate := admissionObject(k, obj, runtime.DeepCopyJSONValue(spec), nil)
 	if err := s.Admit(ctx, k.name, candidate, nil); err != nil {
 		return nil, err
 	}

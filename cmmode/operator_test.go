@@ -177,3 +177,28 @@ func TestServiceFromConfigMap(t *testing.T) {
 	}).WithTimeout(60 * time.Second).Should(Succeed())
 	g.Expect(calafRequests.Load()).To(BeZero(), "requests for calaf.io custom resources")
 }
+
+// An operator with --resources=both serves a Service of each form side by side.
+func TestBothAtOnce(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	startOperator(t, ns, operator.ResourcesBoth)
+	src := upload(t, ns, map[string]string{"service.yaml": greetingTemplate})
+	cr := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "as-cr"}, Spec: v1alpha1.ServiceSpec{Source: src}}
+	g.Expect(env.client.Create(ctx, cr)).To(Succeed())
+	spec, err := yaml.Marshal(v1alpha1.ServiceSpec{Source: src})
+	g.Expect(err).NotTo(HaveOccurred())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "as-cm",
+		Labels: map[string]string{cmmode.LabelKind: "Service", cmmode.LabelVersion: "v1alpha1"}},
+		Data: map[string]string{cmmode.KeySpec: string(spec)}}
+	g.Expect(env.client.Create(ctx, cm)).To(Succeed())
+	readyAt(t, ns, "as-cm", 1)
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(env.client.Get(ctx, client.ObjectKeyFromObject(cr), cr)).To(Succeed())
+		g.Expect(apimeta.IsStatusConditionTrue(cr.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
+	}).WithTimeout(90 * time.Second).Should(Succeed())
+	for _, name := range []string{"as-cr-greeting", "as-cm-greeting"} {
+		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{})).To(Succeed(), name)
+	}
+}

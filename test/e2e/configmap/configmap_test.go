@@ -29,7 +29,7 @@ import (
 
 // invalidSource is what the API server says of a Service named hello with two sources
 // (cmmode's envtest checks every CEL rule's message against the API server's own).
-const invalidSource = `Service.calaf.io "hello" is invalid: spec.source: Invalid value: "object": exactly one of url, upload, git, oci and vnfPackage must be set`
+const invalidSource = `Service.calaf.io "hello" is invalid: spec.source: Invalid value: exactly one of url, upload, git, oci and vnfPackage must be set`
 
 // GitOps without a CR anywhere: the hello-world package and its Service, written as a
 // ConfigMap by `calaf convert` from a custom resource manifest, live in a git repository;

@@ -92,7 +92,12 @@ func runSuite(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	suite.kubeconfig = framework.KubeconfigPath()
-	if suite.client, err = client.New(config, client.Options{Scheme: operator.NewScheme()}); err != nil {
+	scheme := operator.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if suite.client, err = client.New(config, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
