@@ -220,9 +220,21 @@ func proxiedKubeconfig(config *rest.Config, kubeconfig, dir string) (string, err
 		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	suite.proxy = &requestLog{paths: map[string]int{}}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: false}
-	proxy.FlushInterval = -1 // watches stream
+	upstream := &http.Transport{TLSClientConfig: tlsConfig, DisableCompression: true, Proxy: nil}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = target.Host
+		},
+		Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+			resp, err := upstream.RoundTrip(r)
+			if err == nil && resp.StatusCode >= 400 && resp.StatusCode != http.StatusNotFound {
+				fmt.Fprintf(os.Stderr, "proxy: %s %s: %d %s\n", r.Method, r.URL.Path, resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			return resp, err
+		}),
+		FlushInterval: -1, // watches stream
+	}
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -238,5 +250,32 @@ func proxiedKubeconfig(config *rest.Config, kubeconfig, dir string) (string, err
 	proxied.Contexts["operator"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "operator", Namespace: tenant}
 	proxied.CurrentContext = "operator"
 	path := filepath.Join(dir, "operator-proxied.kubeconfig")
-	return path, clientcmd.WriteToFile(*proxied, path)
+	if err := clientcmd.WriteToFile(*proxied, path); err != nil {
+		return "", err
+	}
+	return path, checkProxied(path)
 }
+
+// checkProxied makes sure the proxied kubeconfig reaches the API server as the operator:
+// discovery answers, and the operator may list its namespace's ConfigMaps.
+func checkProxied(kubeconfig string) error {
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	if _, err := cs.Discovery().ServerGroups(); err != nil {
+		return fmt.Errorf("discovery through the proxy: %w", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(tenant).List(context.Background(), metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("the operator's account lists ConfigMaps through the proxy: %w", err)
+	}
+	return nil
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
