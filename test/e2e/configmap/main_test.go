@@ -9,10 +9,11 @@
 package configmap
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -141,10 +142,12 @@ func runSuite(m *testing.M) int {
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "operator log (last lines of %s):\n%s\n", logPath, suite.operator.Tail(60))
 	}
-	if asked, total := suite.proxy.calafPaths(); len(asked) > 0 || total == 0 {
+	asked, total := suite.proxy.calafPaths()
+	if len(asked) > 0 || total == 0 {
 		fmt.Fprintf(os.Stderr, "the operator sent %d requests, %d of them for calaf.io: %v\n", total, len(asked), asked)
 		return 1
 	}
+	fmt.Fprintf(os.Stderr, "the operator sent %d requests, none for calaf.io\n", total)
 	return code
 }
 
@@ -228,14 +231,27 @@ func proxiedKubeconfig(config *rest.Config, kubeconfig, dir string) (string, err
 		},
 		Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
 			resp, err := upstream.RoundTrip(r)
-			if err == nil && resp.StatusCode >= 400 && resp.StatusCode != http.StatusNotFound {
-				fmt.Fprintf(os.Stderr, "proxy: %s %s: %d %s\n", r.Method, r.URL.Path, resp.StatusCode, resp.Header.Get("Content-Type"))
+			if err == nil && resp.StatusCode >= 400 && resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusConflict {
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+				resp.Body.Close()
+				resp.Body = io.NopCloser(bytes.NewReader(body))
+				fmt.Fprintf(os.Stderr, "proxy: %s %s (authorization %t): %d %s %s: %q\n", r.Method, r.URL.Path, r.Header.Get("Authorization") != "",
+					resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"), body)
 			}
 			return resp, err
 		}),
 		FlushInterval: -1, // watches stream
 	}
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	// Over TLS: a kubeconfig's credentials are used only with an https server.
+	certPEM, keyPEM, err := framework.SelfSignedCertificate("127.0.0.1")
+	if err != nil {
+		return "", err
+	}
+	certificate, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return "", err
+	}
+	listener, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{certificate}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12})
 	if err != nil {
 		return "", err
 	}
@@ -245,7 +261,7 @@ func proxiedKubeconfig(config *rest.Config, kubeconfig, dir string) (string, err
 	})}
 	go server.Serve(listener) //nolint:errcheck // ends with the test process
 	proxied := clientcmdapi.NewConfig()
-	proxied.Clusters["proxy"] = &clientcmdapi.Cluster{Server: "http://" + listener.Addr().String()}
+	proxied.Clusters["proxy"] = &clientcmdapi.Cluster{Server: "https://" + listener.Addr().String(), CertificateAuthorityData: certPEM}
 	proxied.AuthInfos["operator"] = account.AuthInfos[account.Contexts[account.CurrentContext].AuthInfo]
 	proxied.Contexts["operator"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "operator", Namespace: tenant}
 	proxied.CurrentContext = "operator"
