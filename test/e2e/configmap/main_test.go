@@ -139,6 +139,10 @@ func runSuite(m *testing.M) int {
 	}
 	code := m.Run()
 	suite.operator.Stop()
+	// The suites that run next on this cluster find nothing of the tenant's.
+	if err := suite.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}}); err != nil {
+		fmt.Fprintln(os.Stderr, "deleting the tenant's namespace:", err)
+	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "operator log (last lines of %s):\n%s\n", logPath, suite.operator.Tail(60))
 	}
