@@ -257,7 +257,8 @@ func packageDir() string {
 }
 
 // runScale runs -rounds rounds of both baselines and the operator, at -n Services and
-// -smaller, and reports their medians.
+// -smaller, the sizes and the runs of each in orders drawn from the seed, and reports
+// their medians.
 func (b *bench) runScale(ctx context.Context, report string) error {
 	sizes := []int{b.n}
 	if b.smaller > 0 {
@@ -266,7 +267,8 @@ func (b *bench) runScale(ctx context.Context, report string) error {
 	rounds := map[int][][]result{}
 	fmt.Printf("runs in an order drawn from seed %d (-seed %d repeats it)\n", b.seed, b.seed)
 	for i := 0; i < b.rounds; i++ {
-		for _, n := range sizes {
+		for _, k := range b.order.next(len(sizes)) { // which fleet size goes first, drawn too
+			n := sizes[k]
 			results, err := b.round(ctx, n, i)
 			if err != nil {
 				return err

@@ -136,7 +136,7 @@ func writeReport(path string, s settings, runs, smaller []result) error {
 func roundsNote(s settings, each string) string {
 	note := fmt.Sprintf("Medians of %d round(s); each runs %s", s.rounds, each)
 	if s.smaller > 0 {
-		note += fmt.Sprintf(", at %d and at %d Services", s.smaller, s.n)
+		note += fmt.Sprintf(", at %d and at %d Services (which size first, drawn too)", s.smaller, s.n)
 	}
 	return note + fmt.Sprintf(", in an order drawn anew for each round (seed %d: `-seed %d` repeats the orders).", s.seed, s.seed)
 }
