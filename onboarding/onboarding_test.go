@@ -1,6 +1,7 @@
 package onboarding_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"strings"
@@ -150,6 +151,10 @@ func TestOnboardingRefuses(t *testing.T) {
 			enforce, v1alpha1.ReasonIntegrityFailed, "package signature"},
 		{"not-a-vnf", csar(t, "cnf-manifests", vnfpackages.Options{Files: map[string]string{"Definitions/hello_top.vnfd.yaml": "tosca_definitions_version: tosca_simple_yaml_1_3\n"}}),
 			nil, v1alpha1.ReasonInvalidPackage, "VNFD: Definitions/hello_top.vnfd.yaml: not an ETSI SOL001 VNF package"},
+		{"alias-bomb", csar(t, "cnf-manifests", vnfpackages.Options{Files: map[string]string{"Definitions/hello_top.vnfd.yaml": aliasBomb}}),
+			nil, v1alpha1.ReasonInvalidPackage, "an alias bomb?"},
+		{"zip-bomb", zipBomb(t), nil, v1alpha1.ReasonInvalidPackage, "decompresses to more than"},
+		{"not-an-archive", []byte("tosca_definitions_version: tosca_simple_yaml_1_3\n"), nil, v1alpha1.ReasonInvalidPackage, "neither a zip (CSAR) nor a tar archive"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -226,4 +231,33 @@ func TestCreatedThenUploaded(t *testing.T) {
 	g.Expect(env.client.Patch(ctx, created, patch)).To(Succeed())
 	onboarded := waitOnboarding(t, key, v1alpha1.OnboardingOnboarded)
 	g.Expect(strings.HasPrefix(onboarded.Status.Revision, "sha256:")).To(BeTrue())
+}
+
+// aliasBomb is a YAML document whose aliases expand it to billions of nodes.
+const aliasBomb = `tosca_definitions_version: tosca_simple_yaml_1_2
+a: &a ["x","x","x","x","x","x","x","x","x"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+`
+
+// zipBomb is a CSAR holding a file that decompresses beyond the package limits.
+func zipBomb(t *testing.T) []byte {
+	t.Helper()
+	var buffer bytes.Buffer
+	zw := zip.NewWriter(&buffer)
+	for name, data := range map[string][]byte{"TOSCA-Metadata/TOSCA.meta": []byte("TOSCA-Meta-File-Version: 1.0\nCSAR-Version: 1.1\nCreated-By: x\nEntry-Definitions: a.yaml\n"),
+		"a.yaml": bytes.Repeat([]byte("0"), 40<<20)} {
+		w, err := zw.Create(name)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		_, err = w.Write(data)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	}
+	NewWithT(t).Expect(zw.Close()).To(Succeed())
+	return buffer.Bytes()
 }
