@@ -97,8 +97,8 @@ func TestReadVNFDImagesAndManifest(t *testing.T) {
 	plain := openTestPackage(t, "cnf-manifests", nil)
 	manifest := plain.WriteManifest("hello.mf", [][2]string{{"vnf_provider_id", "Calaf Test Vendor"}, {"compatible_specification_versions", "2.6.1, 3.3.1"}})
 	pkg := openTestPackage(t, "cnf-manifests", map[string]string{
-		"hello.mf":                        string(manifest),
-		"Files/images/disk.img":           "not really a disk",
+		"hello.mf":              string(manifest),
+		"Files/images/disk.img": "not really a disk",
 		"Definitions/hello_df_simple.yaml": strings.Replace(readTestFile(t, "cnf-manifests/Definitions/hello_df_simple.yaml"),
 			"  node_templates:\n", "  node_templates:\n    disk:\n      type: tosca.nodes.nfv.Vdu.VirtualBlockStorage\n      properties:\n        virtual_block_storage_data: { size_of_storage: 1 GiB }\n        sw_image_data: { name: disk, version: '2', size: 1 GiB, checksum: { algorithm: sha-256, hash: abc }, container_format: bare, disk_format: raw }\n", 1),
 	})
@@ -151,7 +151,7 @@ func TestReadVNFDRefuses(t *testing.T) {
 			"Definitions/hello_top.vnfd.yaml: not an ETSI SOL001 VNF package"},
 		{"no descriptor_id", map[string]string{
 			"Definitions/hello_top.vnfd.yaml": strings.Replace(top, "        descriptor_id: 6f1d3c2a-5b7e-4c10-9a44-0e2b8d7c1f30\n", "", 1),
-			"Definitions/hello_types.yaml": strings.Replace(types, "        default: 6f1d3c2a-5b7e-4c10-9a44-0e2b8d7c1f30\n", "", 1)},
+			"Definitions/hello_types.yaml":    strings.Replace(types, "        default: 6f1d3c2a-5b7e-4c10-9a44-0e2b8d7c1f30\n", "", 1)},
 			"the VNF node has no descriptor_id"},
 		{"descriptor_id from an input without a value", map[string]string{
 			"Definitions/hello_top.vnfd.yaml": strings.Replace(strings.Replace(top, "descriptor_id: 6f1d3c2a-5b7e-4c10-9a44-0e2b8d7c1f30", "descriptor_id: { get_input: vnfd_id }", 1),
