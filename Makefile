@@ -133,7 +133,7 @@ FLEET_SHARDS ?= 2
 FLEET_SHARDS_N ?= 2000
 
 .PHONY: bench
-bench: ## Every benchmark, each against a same-run baseline (compile/render, package size, workers, whole processes, ETSI packages, sources, orchestration, lifecycle, the NFV interface, 1,000 Services, request costs, distinct packages, shards; about 90 min in all), and the raw-Puccini record of docs/robustness.md; writes docs/benchmarks.md whole.
+bench: ## Every benchmark, each against a same-run baseline (compile/render, package size, workers, whole processes, ETSI packages, sources, orchestration, lifecycle, the NFV interface, 1,000 Services, request costs, distinct packages, shards; about 90 min in all), and the records of docs/robustness.md; writes docs/benchmarks.md whole.
 	go test -count=1 -timeout 60m -v -run '^(TestReport|TestETSIReport|TestSizeReport|TestWorkerReport|TestProcessReport)$$' ./test/benchmarks/ -args -report=$(CURDIR)/docs/benchmarks.md
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 -timeout 20m -v -run '^TestBenchSources$$' ./test/sources/ -args -report=$(CURDIR)/docs/benchmarks.md
 	$(MAKE) bench-orchestration
@@ -143,14 +143,15 @@ bench: ## Every benchmark, each against a same-run baseline (compile/render, pac
 	$(MAKE) bench-fleet-costs
 	$(MAKE) bench-fleet-distinct FLEET_ROUNDS=$(FLEET_SIDE_ROUNDS)
 	$(MAKE) bench-fleet-shards FLEET_ROUNDS=$(FLEET_SIDE_ROUNDS)
-	$(MAKE) bench-raw-puccini
+	$(MAKE) bench-robustness
 
 # Rounds of the distinct-packages and shards runs within make bench (each round of shards
 # takes about 20 min).
 FLEET_SIDE_ROUNDS ?= 1
 
-.PHONY: bench-raw-puccini
-bench-raw-puccini: ## What raw Puccini does with each hostile input of TestBadInputs, its crashes and hangs asserted (docs/robustness.md's last column; a few minutes of CPU).
+.PHONY: bench-robustness
+bench-robustness: ## docs/robustness.md's records: the untrusted packages' table (each case a real calaf process, its time and memory), and what raw Puccini does with each bad input, its crashes and hangs asserted (a few minutes of CPU).
+	go test -count=1 -timeout 20m -v -run '^TestUntrustedInputs$$' ./internal/cli/ -args -robustness-report=$(CURDIR)/docs/robustness.md
 	CALAF_RAW_PUCCINI=1 go test -count=1 -timeout 20m -v -run '^TestRawPucciniOnBadInputs$$' ./internal/cli/
 
 .PHONY: bench-fleet

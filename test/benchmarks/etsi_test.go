@@ -216,7 +216,7 @@ func TestETSIReport(t *testing.T) {
 		{"the same Helm package", "`helm template` of its chart with the Helm SDK alone", helmCalaf, sdk},
 	}
 	section := etsiMarkdown(rows)
-	if err := benchreport.WriteSection(*report, etsiSectionTitle, section); err != nil {
+	if err := benchreport.WriteBenchmark(*report, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *report, section)

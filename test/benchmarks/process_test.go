@@ -73,7 +73,7 @@ func TestProcessReport(t *testing.T) {
 	}
 	inits := []initCost{initTrace(t, bins.full), initTrace(t, bins.offline), initTrace(t, puccini)}
 	section := processMarkdown(startup, tables, inits)
-	if err := benchreport.WriteSection(*report, processSectionTitle, section); err != nil {
+	if err := benchreport.WriteBenchmark(*report, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *report, section)

@@ -65,7 +65,7 @@ func TestReport(t *testing.T) {
 		rows = append(rows, r)
 	}
 	section := markdown(rows)
-	if err := benchreport.WriteSection(*report, sectionTitle, section); err != nil {
+	if err := benchreport.WriteBenchmark(*report, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *report, section)

@@ -87,7 +87,7 @@ func TestSizeReport(t *testing.T) {
 	_, _, defaultErr := sizeRun(writeChainPackage(t, dir, 1000), 0)
 	process := renderProcess(t, writeChainPackage(t, dir, 1000))
 	section := sizeMarkdown(sizes, compiles, renders, defaultErr, process)
-	if err := benchreport.WriteSection(*report, sizeSectionTitle, section); err != nil {
+	if err := benchreport.WriteBenchmark(*report, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *report, section)

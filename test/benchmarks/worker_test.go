@@ -171,7 +171,7 @@ func TestWorkerReport(t *testing.T) {
 	}
 	validate, inProcess := validateProcesses(t)
 	section := workerMarkdown(rows, validate, inProcess)
-	if err := benchreport.WriteSection(*report, workerSectionTitle, section); err != nil {
+	if err := benchreport.WriteBenchmark(*report, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *report, section)

@@ -10,24 +10,64 @@ import (
 	"unicode"
 )
 
-// WriteSection writes section, whose "## " heading line starts with title, into the page
-// at path (Benchmarks), replacing the section of that heading, and creates the file when
-// missing.
-func WriteSection(path, title, section string) error {
-	return writeChecked(path, section, func(line string) bool { return strings.HasPrefix(line, title) })
+// WriteBenchmark writes section, starting with its "## " heading line, into
+// docs/benchmarks.md at path (Benchmarks): the page is rebuilt around it.
+func WriteBenchmark(path, section string) error {
+	return Benchmarks().Write(path, section)
 }
 
-// WriteSectionMatching is WriteSection for a section whose whole heading line heading
+// WriteSection replaces the section of the Markdown file at path whose "## " heading line
+// starts with title (up to the next "## " heading) by section, appends section when there
+// is none, and creates the file when missing. Other sections stay as they are.
+func WriteSection(path, title, section string) error {
+	return writeSection(path, func(line string) bool { return strings.HasPrefix(line, title) }, section)
+}
+
+// WriteSectionMatching is WriteSection for the section whose whole heading line heading
 // matches: for sections whose headings begin alike.
 func WriteSectionMatching(path string, heading *regexp.Regexp, section string) error {
-	return writeChecked(path, section, heading.MatchString)
+	return writeSection(path, heading.MatchString, section)
 }
 
-func writeChecked(path, section string, isHeading func(line string) bool) error {
-	if heading, _, _ := strings.Cut(section, "\n"); !isHeading(heading) {
-		return fmt.Errorf("benchreport: the section's heading %q is not the one it is written as", heading)
+func writeSection(path string, isHeading func(line string) bool, section string) error {
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
 	}
-	return Benchmarks().Write(path, section)
+	text := string(data)
+	if text == "" {
+		text = "# Benchmarks\n\n"
+	}
+	section = strings.TrimRight(section, "\n") + "\n"
+	start, end := sectionAt(text, isHeading)
+	if start < 0 {
+		return os.WriteFile(path, []byte(strings.TrimRight(text, "\n")+"\n\n"+section), 0o644)
+	}
+	if end < len(text) {
+		section += "\n"
+	}
+	return os.WriteFile(path, []byte(text[:start]+section+text[end:]), 0o644)
+}
+
+// sectionAt returns where the first section whose heading line isHeading accepts begins,
+// and where it ends: at the next "## " heading, or at the end of text. start is -1 when
+// there is none.
+func sectionAt(text string, isHeading func(line string) bool) (start, end int) {
+	for start < len(text) {
+		lineEnd := strings.IndexByte(text[start:], '\n')
+		if lineEnd < 0 {
+			lineEnd = len(text) - start
+		}
+		lineEnd += start
+		if isHeading(text[start:lineEnd]) {
+			if next := strings.Index(text[lineEnd:], "\n## "); next >= 0 {
+				return start, lineEnd + next + 1
+			}
+			return start, len(text)
+		}
+		start = lineEnd + 1
+	}
+	return -1, 0
 }
 
 // Page is a report that benchmarks write section by section: its title, what it opens

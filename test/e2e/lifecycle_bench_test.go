@@ -86,7 +86,7 @@ func TestLifecycleBench(t *testing.T) {
 		t.Logf("%-110s median %8v  min %8v  max %8v", s.name, s.median().Round(time.Millisecond), s.min().Round(time.Millisecond), s.max().Round(time.Millisecond))
 	}
 	section := lifecycleMarkdown(samples, kubectl)
-	if err := benchreport.WriteSection(*lifecycleReport, lifecycleSection, section); err != nil {
+	if err := benchreport.WriteBenchmark(*lifecycleReport, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *lifecycleReport, section)

@@ -100,7 +100,7 @@ func TestNFVBench(t *testing.T) {
 	rss := processRSS(t, api)
 
 	section := nfvMarkdown(rest, direct, page, all, rss)
-	g.Expect(benchreport.WriteSection(*nfvReport, nfvSection, section)).To(Succeed())
+	g.Expect(benchreport.WriteBenchmark(*nfvReport, section)).To(Succeed())
 	t.Log("\n" + section)
 }
 

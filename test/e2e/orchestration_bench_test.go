@@ -140,7 +140,7 @@ func TestOrchestrationBench(t *testing.T) {
 		t.Logf("%-70s median %8v  min %8v  max %8v", s.name, s.median().Round(100*time.Microsecond), s.min().Round(100*time.Microsecond), s.max().Round(100*time.Microsecond))
 	}
 	section := orchestrationMarkdown(samples, baseline, warmJS, install, int(runner.Size))
-	if err := benchreport.WriteSection(*orchestrationReport, orchestrationSection, section); err != nil {
+	if err := benchreport.WriteBenchmark(*orchestrationReport, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *orchestrationReport, section)

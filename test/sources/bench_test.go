@@ -135,7 +135,7 @@ func TestBenchSources(t *testing.T) {
 		baseline: baseline, webhooks: webhooks, polls: polls, interval: interval,
 		n: n, allReady: allReady, nFetches: nFetches, nListings: nListings,
 	})
-	if err := benchreport.WriteSection(*report, sourcesTitle, section); err != nil {
+	if err := benchreport.WriteBenchmark(*report, section); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s:\n%s", *report, section)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -22,9 +21,6 @@ import (
 	"calaf.io/calaf/internal/operator"
 	"calaf.io/calaf/test/benchreport"
 )
-
-// costsHeading is the heading of the -request-costs section.
-const costsHeading = `^## Operator at scale: what a Service's requests cost the API server$`
 
 // requestCost is what one kind of request cost the API server and etcd, per request.
 type requestCost struct {
@@ -217,5 +213,5 @@ func writeCostsReport(path string, s settings, costs []requestCost) error {
 	fmt.Fprintf(&b, "\nPer Service: the baselines' four applies %.2f ms; a Calaf Service's own create, status patch and event %.2f ms more (%.2f× the applies), before the watch events the operator itself receives and before any CPU of the operator's own. "+
 		"The create is the user's (or the GitOps tool's); the status patch and the event are the operator's, one each on the way to Ready: the status patch costs what the Service's size makes it cost (its status and the managed fields the API server keeps of it).\n",
 		float64(applies.Microseconds())/1000, float64(besides.Microseconds())/1000, besides.Seconds()/applies.Seconds())
-	return benchreport.WriteSectionMatching(path, regexp.MustCompile(costsHeading), b.String())
+	return benchreport.WriteBenchmark(path, b.String())
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -172,5 +171,5 @@ func writeDistinctReport(path string, s settings, runs []result) error {
 		calaf.applied.Seconds()/runs[0].applied.Seconds(), float64(calaf.compiles)/float64(s.n), float64(calaf.failedCompiles)/float64(s.n))
 	writeRequests(&b, s.n, runs[1:])
 	b.WriteString(memoryNote)
-	return benchreport.WriteSectionMatching(path, regexp.MustCompile(distinctHeading), b.String())
+	return benchreport.WriteBenchmark(path, b.String())
 }

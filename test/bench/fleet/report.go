@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -109,14 +108,9 @@ func median[T ~int64](runs []result, f func(result) float64, at *result) T {
 	return T((f(lower) + f(upper)) / 2)
 }
 
+// sectionTitle begins the headings of the fleet's sections (their whole headings are
+// docs/benchmarks.md's: benchreport.Benchmarks).
 const sectionTitle = "## Operator at scale:"
-
-// Each mode's section is found by its whole heading: their headings begin alike.
-const (
-	scaleHeading    = `^## Operator at scale: \d+ Services$`
-	distinctHeading = `^## Operator at scale: \d+ Services, each its own package$`
-	shardsHeading   = `^## Operator at scale: \d+ Services, \d+ shards against 1 operator$`
-)
 
 // writeReport replaces the fleet section of benchmarks.md with the medians of the
 // rounds at n Services (and the growth from the smaller size, when it ran).
@@ -129,7 +123,7 @@ func writeReport(path string, s settings, runs, smaller []result) error {
 	writeRequests(&b, s.n, runs)
 	writeCPU(&b, runs, runs[1])
 	writeTargets(&b, s, runs, smaller)
-	return benchreport.WriteSectionMatching(path, regexp.MustCompile(scaleHeading), b.String())
+	return benchreport.WriteBenchmark(path, b.String())
 }
 
 // roundsNote says how many rounds ran, what each ran, and the seed of their order.

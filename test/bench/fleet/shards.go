@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"runtime"
 	"strings"
 
@@ -80,5 +79,5 @@ func writeShardsReport(path string, s settings, runs []result) error {
 		"A ratio near or above 1 means that here the shared CPUs and the one API server bound the fleet's time; it does not show that shards would not help where each has cores of its own. A ratio well under 1 would mean that one operator was held back by itself (its concurrency, its client's rate limit, its one process) rather than by the machine. "+
 		"What the run shows either way: what each Service costs in requests with shards (counted, as in `make bench-fleet`, from the first Service created: each shard's start-up LISTs and watches come before), and each shard's memory — a shard caches only its own Services but every object of any Calaf Service in the namespace (its cache selects objects by the Service label, not by shard), so its memory is not expected to halve with its Services.\n\n", runtime.NumCPU())
 	b.WriteString(memoryNote)
-	return benchreport.WriteSectionMatching(path, regexp.MustCompile(shardsHeading), b.String())
+	return benchreport.WriteBenchmark(path, b.String())
 }
