@@ -245,6 +245,10 @@ func (c *Compiler) CompileClout(ctx contextpkg.Context, pkg *Package, inputs map
 	for public, internal := range plan.imports {
 		urlContext.Map(public, internal)
 	}
+	for _, imp := range pkg.Imports {
+		entry := filepath.Join(imp.Profile.Root, filepath.FromSlash(imp.Profile.Entry))
+		urlContext.Map(imp.URL, (&url.URL{Scheme: "file", Path: filepath.ToSlash(entry)}).String())
+	}
 	for from, rel := range plan.mapped {
 		full, err := pkg.Path(rel)
 		if err != nil {
@@ -268,6 +272,7 @@ func (c *Compiler) CompileClout(ctx contextpkg.Context, pkg *Package, inputs map
 		return nil, err
 	}
 	relativizeClout(clout, pkg.Root)
+	rewriteImports(clout, pkg.importURLPrefixes())
 	setCompileMetadata(clout, plan)
 	return clout, nil
 }
@@ -355,6 +360,9 @@ func (p *Package) checkReadFiles(files parser.Files) error {
 		}
 		switch url := u.(type) {
 		case *exturl.FileURL:
+			if _, imported := p.importedFile(url.Path); imported {
+				continue
+			}
 			if _, inside := p.Rel(url.Path); !inside {
 				return Invalid(p.Entry, "the template reads %s, which is outside the package", url.Path)
 			}
@@ -405,6 +413,9 @@ func (p *Package) relativeSource(section string) string {
 	if u, err := url.Parse(section); err == nil && u.Scheme == "file" {
 		if rel, ok := p.Rel(u.Path); ok {
 			return rel
+		}
+		if imported, ok := p.importedFile(u.Path); ok {
+			return imported
 		}
 	}
 	if strings.HasPrefix(section, "/") {

@@ -54,6 +54,9 @@ type Package struct {
 	Files []File
 	// Meta holds the keys of TOSCA-Metadata/TOSCA.meta, when the package has one.
 	Meta map[string]string
+	// Imports are the profiles its templates import by reference, resolved from its lock
+	// (WithImports); none until then.
+	Imports []Import
 
 	limits    Limits
 	temporary bool

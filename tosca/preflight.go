@@ -26,7 +26,7 @@ var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 // line. allowedImports holds the URLs of embedded profiles that may be imported by name;
 // mapped maps the URL imports of ETSI type files to the package's copies, walked instead.
 func (p *Package) preflight(allowedImports map[string]bool, mapped map[string]string) error {
-	f := &flight{pkg: p, allowed: allowedImports, mapped: mapped, state: map[string]int{}}
+	f := &flight{pkg: p, allowed: allowedImports, mapped: mapped, state: map[string]int{}, imported: map[string]bool{}}
 	f.visit(p.Entry)
 	if len(f.diags) > 0 {
 		return &InvalidError{Diagnostics: f.diags}
@@ -43,6 +43,9 @@ type flight struct {
 	diags   []Diagnostic
 	state   map[string]int // 0 unvisited, 1 on the current import path, 2 done
 	path    []string
+	// imported marks the imports by reference walked already; nil in the walk of an
+	// imported profile, which may not import others by reference.
+	imported map[string]bool
 }
 
 func (f *flight) report(file string, n *yaml.Node, format string, args ...any) {
@@ -79,6 +82,12 @@ func (f *flight) visit(file string) {
 		case target.repository:
 			f.report(file, target.node, "imports from a repository are not allowed: put the file in the package")
 		case f.allowed[target.url]:
+		case f.imported != nil && f.pkg.importOf(target.url) != nil:
+			f.visitImport(f.pkg.importOf(target.url))
+		case IsReference(target.url) && f.imported == nil:
+			f.report(file, target.node, "import %q: a profile imported by reference imports only its own files and the Calaf profile", target.url)
+		case IsReference(target.url):
+			f.report(file, target.node, "import %q is not resolved: lock the package's imports by reference (calaf package lock) and let calaf resolve them from its lock", target.url)
 		case f.mapped[target.url] != "":
 			if rel := f.mapped[target.url]; f.state[rel] == 0 {
 				f.visit(rel)
@@ -120,6 +129,22 @@ func (f *flight) visit(file string) {
 		case !p.has(rel):
 			f.report(file, artifact, "artifact file %s: %s is not a file of the package", Echo(artifact.Value), Echo(rel))
 		}
+	}
+}
+
+// visitImport walks the files of a profile imported by reference, within the profile:
+// its diagnostics name the import's URL and the file in it.
+func (f *flight) visitImport(imp *Import) {
+	if f.imported[imp.URL] {
+		return
+	}
+	f.imported[imp.URL] = true
+	profile := imp.Profile.Package()
+	sub := &flight{pkg: profile, allowed: f.allowed, state: map[string]int{}}
+	sub.visit(profile.Entry)
+	for _, d := range sub.diags {
+		d.File = imp.URL + "!" + d.File
+		f.diags = append(f.diags, d)
 	}
 }
 

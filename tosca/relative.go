@@ -23,6 +23,24 @@ func relativizeClout(clout *cloutpkg.Clout, root string) {
 	rewrite := func(value ard.Value) ard.Value {
 		return relativize(value, prefixes)
 	}
+	rewriteClout(clout, rewrite)
+}
+
+// rewriteImports rewrites the file URLs of the files of a package's imports by reference
+// in a Clout to the import's URL and the file's path in the profile
+// ("oci://host/acme/profile:1.0!nodes.yaml"): the Clout does not depend on where the
+// profile was cached.
+func rewriteImports(clout *cloutpkg.Clout, prefixes map[string]string) {
+	if len(prefixes) == 0 {
+		return
+	}
+	rewriteClout(clout, func(value ard.Value) ard.Value {
+		return replacePrefixes(value, prefixes)
+	})
+}
+
+// rewriteClout applies rewrite to every value of a Clout that may hold a file URL.
+func rewriteClout(clout *cloutpkg.Clout, rewrite func(ard.Value) ard.Value) {
 	clout.Properties = rewrite(clout.Properties).(ard.StringMap)
 	for _, vertex := range clout.Vertexes {
 		vertex.Properties = rewrite(vertex.Properties).(ard.StringMap)
@@ -32,6 +50,35 @@ func relativizeClout(clout *cloutpkg.Clout, root string) {
 			edge.Metadata = rewrite(edge.Metadata).(ard.StringMap)
 		}
 	}
+}
+
+// replacePrefixes rewrites, in place where it can, every string of value that starts with
+// a key of prefixes: the key becomes its value.
+func replacePrefixes(value ard.Value, prefixes map[string]string) ard.Value {
+	switch v := value.(type) {
+	case string:
+		for prefix, replacement := range prefixes {
+			if rest, ok := strings.CutPrefix(v, prefix); ok {
+				if unescaped, err := url.PathUnescape(rest); err == nil {
+					rest = unescaped
+				}
+				return replacement + rest
+			}
+		}
+	case ard.StringMap:
+		for key, item := range v {
+			v[key] = replacePrefixes(item, prefixes)
+		}
+	case ard.Map:
+		for key, item := range v {
+			v[key] = replacePrefixes(item, prefixes)
+		}
+	case ard.List:
+		for i, item := range v {
+			v[i] = replacePrefixes(item, prefixes)
+		}
+	}
+	return value
 }
 
 // relativize rewrites, in place where it can, every string of value that starts with one

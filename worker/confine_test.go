@@ -342,3 +342,60 @@ func TestWorkerEnvironment(t *testing.T) {
 		t.Errorf("a worker's environment: %v", names)
 	}
 }
+
+// TestWorkersReadTheirImports: a package that imports a profile by reference is compiled
+// and rendered by a worker that reads the package and that profile's files — fetched and
+// verified by the pool's process, cached beside the store — and no other profile's.
+func TestWorkersReadTheirImports(t *testing.T) {
+	ctx := context.Background()
+	store := t.TempDir()
+	for _, dir := range []string{"acme", "other"} {
+		if err := os.CopyFS(filepath.Join(store, "profiles", dir), os.DirFS(filepath.Join("..", "examples", "vendor-profile", "Profiles", "acme", "1.0"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const url = "oci://registry.example/acme/profile:1.0"
+	if err := os.CopyFS(filepath.Join(store, "package"), os.DirFS(filepath.Join("..", "examples", "vendor-profile"))); err != nil {
+		t.Fatal(err)
+	}
+	template := filepath.Join(store, "package", "Definitions", "service.yaml")
+	data, err := os.ReadFile(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(template, []byte(strings.Replace(string(data), "- ../Profiles/acme/1.0/profile.yaml", "- "+url, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(store, "package", "Profiles")); err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := tosca.Open(filepath.Join(store, "package"), tosca.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := tosca.OpenEntry(filepath.Join(store, "profiles", "acme"), "profile.yaml", tosca.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg = pkg.WithImports([]tosca.Import{{URL: url, Digest: "sha256:" + strings.Repeat("0", 64), Profile: profile.Describe()}})
+	pool := newPool(t, func(o *Options) {
+		o.Size = 1
+		o.Confinement.Read = []string{store}
+	})
+	result, err := compileAndRender(ctx, pool, pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(result.Objects) != 6 || result.Nodes[0].Renderer != "acme.render.cache" && result.Nodes[1].Renderer != "acme.render.cache" {
+		t.Errorf("rendered %d objects with %+v", len(result.Objects), result.Nodes)
+	}
+	for path, want := range map[string]string{
+		filepath.Join(profile.Root, "js", "cache.js"):               "",
+		filepath.Join(store, "profiles", "other", "js", "cache.js"): "permission denied",
+	} {
+		confined, why, err := pool.probe(ctx, pkg.Root, path)
+		if err != nil || confined.Landlock == 0 || want == "" && why != "" || !strings.Contains(why, want) {
+			t.Errorf("%s: %v, %q, %v; want %q", path, confined, why, err, want)
+		}
+	}
+}

@@ -145,7 +145,7 @@ func (s *server) handle(req *request) *response {
 	resp := &response{}
 	err := s.cpu.Work(req.CPU)
 	if err == nil {
-		err = s.narrow(req.Package.Root)
+		err = s.narrow(req.Package)
 	}
 	switch {
 	case err != nil:
@@ -174,10 +174,12 @@ func (s *server) handle(req *request) *response {
 	return resp
 }
 
-// narrow confines the worker to read the package at root alone, the first time it is
-// handed a package (a worker serves one package in its life); a worker handed none (a
+// narrow confines the worker to read the package at root alone (and the profiles it
+// imports by reference, fetched and verified by the pool's process), the first time it
+// is handed a package (a worker serves one package in its life); a worker handed none (a
 // probe) that is not confined yet then reads nothing.
-func (s *server) narrow(root string) error {
+func (s *server) narrow(pkg tosca.Descriptor) error {
+	root := pkg.Root
 	if s.root != "" && root != "" && root != s.root {
 		return fmt.Errorf("this worker reads the package at %s alone, not %s", s.root, root)
 	}
@@ -187,7 +189,7 @@ func (s *server) narrow(root string) error {
 	if s.confined.Landlock > 0 {
 		var read []string
 		if root != "" {
-			read = []string{root}
+			read = pkg.ReadRoots()
 		}
 		if err := restrictReads(s.confined.Landlock, read); err != nil {
 			return err

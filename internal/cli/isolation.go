@@ -100,7 +100,7 @@ func (i *isolation) isolated() (bool, error) {
 
 // work starts a piece of package work in this isolated process: the front is told, its
 // CPU time is limited to the deadline's, and the process confines itself, the first time,
-// to read the package at root alone (Landlock where the kernel has it; a warning says
+// to read the package at root alone (and the profiles it imports by reference) (Landlock where the kernel has it; a warning says
 // when it has not). A second package is refused.
 func (i *isolation) work(op string, pkg *tosca.Package, deadline time.Duration) error {
 	i.front.Work(op, pkg.Entry, deadline)
@@ -113,7 +113,7 @@ func (i *isolation) work(op string, pkg *tosca.Package, deadline time.Duration) 
 	case i.confined != "":
 		return fmt.Errorf("this process reads the package at %s alone, not %s", i.confined, pkg.Root)
 	}
-	confined, err := worker.Confine(worker.Confinement{Read: []string{pkg.Root}})
+	confined, err := worker.Confine(worker.Confinement{Read: pkg.Describe().ReadRoots()})
 	if err != nil {
 		return err
 	}
