@@ -20,6 +20,7 @@ import (
 
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/tosca/locked"
 )
 
 // UploadKey is the ConfigMap binaryData key of an uploaded package archive.
@@ -88,6 +89,9 @@ type Fetcher struct {
 	// Verify is the operator's signature policy: every package, whatever its source,
 	// passes it (with the Service's spec.verify) before the Service sees it.
 	Verify VerifyDefaults
+	// Profiles caches the profiles packages import by reference (resolveProfiles); nil
+	// refuses the packages that import one.
+	Profiles *locked.Cache
 
 	// NFVO, when set, is where a VNFD id no VnfPackage of the namespace holds is fetched
 	// from (an external NFVO, SOL003 direct mode).
@@ -152,6 +156,9 @@ func (f *Fetcher) Fetch(ctx context.Context, svc *v1alpha1.Service) (*Artifact, 
 	// verdict of this Service's policy goes into a copy.
 	verified := *artifact
 	if err := f.verify(ctx, svc, &verified); err != nil {
+		return nil, err
+	}
+	if err := f.resolveProfiles(ctx, svc, &verified); err != nil {
 		return nil, err
 	}
 	if archive, ok := f.Store.ArchiveOf(verified.Package); ok {

@@ -256,7 +256,11 @@ func packLocal(ctx context.Context, path, service, namespace string, check valid
 		}
 	}
 	if !check.skip {
-		if err := check.run(ctx, pkg, service, namespace); err != nil {
+		resolved, err := resolveCached(ctx, pkg, sol004.Policy{})
+		if err != nil {
+			return nil, err
+		}
+		if err := check.run(ctx, resolved, service, namespace); err != nil {
 			return nil, err
 		}
 	}

@@ -95,10 +95,15 @@ func (f *packageFlags) compile(ctx context.Context, source string) (*compiled, e
 		pkg.Close()
 		return nil, err
 	}
+	resolved, err := resolveCached(ctx, pkg, policy)
+	if err != nil {
+		pkg.Close()
+		return nil, err
+	}
 	compiler, err := f.isolation.compiler()
 	if err == nil {
 		var result *tosca.Compiled
-		if result, err = compiler.CompileWith(ctx, pkg, inputs, f.etsi.options(request)); err == nil {
+		if result, err = compiler.CompileWith(ctx, resolved, inputs, f.etsi.options(request)); err == nil {
 			return &compiled{pkg: pkg, compiled: result, integrity: integrity, signature: verdict, request: request}, nil
 		}
 	}

@@ -91,6 +91,7 @@ func newOperatorCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&opts.RestartAfter, "restart-after-outage", opts.RestartAfter, "after an API server outage this long, make the manager anew in-process once the API answers (0: never)")
 	cmd.Flags().IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "Services reconciled at once")
 	cmd.Flags().StringVar(&opts.PackageCacheDir, "package-cache-dir", opts.PackageCacheDir, "directory of the local package cache")
+	cmd.Flags().StringVar(&opts.ProfileCacheDir, "profile-cache-dir", opts.ProfileCacheDir, "directory of the cache of profiles imported by reference (kept across restarts, verified when read)")
 	cmd.Flags().Int64Var(&opts.PackageCacheBytes, "package-cache-bytes", opts.PackageCacheBytes, "size bound of the local package cache")
 	cmd.Flags().IntVar(&opts.CompileCacheSize, "compile-cache-size", opts.CompileCacheSize, "compiled packages kept in memory")
 	cmd.Flags().IntVar(&opts.RenderCacheSize, "render-cache-size", opts.RenderCacheSize, "renders kept in memory")

@@ -52,6 +52,7 @@ import (
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/tosca/locked"
 	"calaf.io/calaf/worker"
 )
 
@@ -164,6 +165,10 @@ type Options struct {
 	// default), as labelled ConfigMaps of Namespace (package cmmode; no CRD needed), or
 	// both side by side.
 	Resources ResourceMode
+
+	// ProfileCacheDir keeps the profiles packages import by reference, by digest; it
+	// survives restarts (what it holds is verified again when read).
+	ProfileCacheDir string
 }
 
 // ResourceMode says where an operator finds its Services and Operations.
@@ -199,6 +204,7 @@ func DefaultOptions() Options {
 		HealthAddress:     ":8081",
 		Concurrency:       8,
 		PackageCacheDir:   filepath.Join(os.TempDir(), "calaf-packages"),
+		ProfileCacheDir:   filepath.Join(os.TempDir(), "calaf-profiles"),
 		PackageCacheBytes: 1 << 30,
 		CompileCacheSize:  16,
 		RenderCacheSize:   2048,
@@ -528,7 +534,8 @@ func newFetcher(reader client.Reader, readerFor source.ReaderFunc, opts Options)
 	if err != nil {
 		return nil, fmt.Errorf("package cache: %w", err)
 	}
-	fetcher := &source.Fetcher{Store: store, Reader: reader, ReaderFor: readerFor, MaxArchiveBytes: limits.MaxTotalBytes, Verify: opts.Verify}
+	fetcher := &source.Fetcher{Store: store, Reader: reader, ReaderFor: readerFor, MaxArchiveBytes: limits.MaxTotalBytes, Verify: opts.Verify,
+		Profiles: &locked.Cache{Dir: opts.ProfileCacheDir, Limits: limits}}
 	fetcher.Git = &source.Git{Store: store, Reader: reader, ReaderFor: readerFor}
 	fetcher.OCI = &source.OCI{Store: store, Reader: reader, ReaderFor: readerFor, MaxArchiveBytes: limits.MaxTotalBytes}
 	if opts.Configure != nil {

@@ -141,12 +141,14 @@ var mayImport = map[string][]string{
 	"profilekit":   {"profiles", "tosca", "render"},
 	"tosca":        {"profiles"},
 	"tosca/sol004": {"tosca"},
+	// locked resolves imports by reference from a package's lock: no network of its own.
+	"tosca/locked": {"tosca", "tosca/sol004"},
 	"etsi":         {"tosca", "etsi/chart"},
 	"etsi/chart":   {},
 	// helmchart is the only package that links Helm: the wiring hands it to the stages.
 	"etsi/helmchart": {"etsi/chart"},
 	"render":         {"tosca", "etsi", "etsi/chart", "api/v1alpha1"},
-	"source":         {"tosca", "tosca/sol004", "api/v1alpha1"},
+	"source":         {"tosca", "tosca/sol004", "tosca/locked", "api/v1alpha1"},
 	"source/webhook": {"source", "api/v1alpha1"},
 	"orchestration":  {"api/v1alpha1", "artifacts/protocol", "render"},
 	// policy judges renders by the admin's rules: after render, before the controller.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"calaf.io/calaf/tosca"
 	"calaf.io/calaf/tosca/sol004"
@@ -175,7 +176,7 @@ func (r *Resolver) open(url string, fetched *Fetched) (*Resolved, error) {
 	}
 	verdict, err := r.Policy.Check(evidence)
 	if err != nil {
-		return nil, &Error{Reason: ReasonSignature, URL: url, Err: fmt.Errorf("signature: %w", err)}
+		return nil, &Error{Reason: ReasonSignature, URL: url, Err: fmt.Errorf("signature: %s", strings.ReplaceAll(err.Error(), "the package", "the profile"))}
 	}
 	imp := tosca.Import{URL: url, Digest: fetched.Digest, Profile: profile.Describe()}
 	return &Resolved{Import: imp, Verdict: verdict}, nil
