@@ -11,6 +11,12 @@ import (
 	"calaf.io/calaf/tosca/locked"
 )
 
+// NewProfileCache returns the cache of the profiles packages import by reference, in dir
+// (kept across restarts: what it holds is verified when read).
+func NewProfileCache(dir string, limits tosca.Limits) *locked.Cache {
+	return &locked.Cache{Dir: dir, Limits: limits}
+}
+
 // resolveProfiles resolves the profiles a fetched package imports by reference from its
 // lock (package tosca/locked), in this process: from the profile cache, or fetched by
 // their locked digest from where they are published, refused when a reference names

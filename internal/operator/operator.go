@@ -52,7 +52,6 @@ import (
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/source"
 	"calaf.io/calaf/tosca"
-	"calaf.io/calaf/tosca/locked"
 	"calaf.io/calaf/worker"
 )
 
@@ -535,7 +534,7 @@ func newFetcher(reader client.Reader, readerFor source.ReaderFunc, opts Options)
 		return nil, fmt.Errorf("package cache: %w", err)
 	}
 	fetcher := &source.Fetcher{Store: store, Reader: reader, ReaderFor: readerFor, MaxArchiveBytes: limits.MaxTotalBytes, Verify: opts.Verify,
-		Profiles: &locked.Cache{Dir: opts.ProfileCacheDir, Limits: limits}}
+		Profiles: source.NewProfileCache(opts.ProfileCacheDir, limits)}
 	fetcher.Git = &source.Git{Store: store, Reader: reader, ReaderFor: readerFor}
 	fetcher.OCI = &source.OCI{Store: store, Reader: reader, ReaderFor: readerFor, MaxArchiveBytes: limits.MaxTotalBytes}
 	if opts.Configure != nil {
