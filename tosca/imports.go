@@ -27,10 +27,11 @@ type Import struct {
 }
 
 // IsReference tells whether an import names a profile by reference: an OCI artifact or an
-// archive served over HTTP(S), which the package's lock pins by digest. The embedded
-// profiles' URLs are names, not references.
+// archive served over HTTPS, which the package's lock pins by digest. The embedded
+// profiles' URLs are names, not references, and so are the URLs of ETSI SOL001 type
+// files (mapped to the package's copies or Calaf's edition).
 func IsReference(target string) bool {
-	if strings.HasPrefix(target, "https://calaf.io/profiles/") {
+	if strings.HasPrefix(target, "https://calaf.io/profiles/") || isETSITypesFile(target) {
 		return false
 	}
 	for _, scheme := range []string{"oci://", "https://"} {
