@@ -43,7 +43,8 @@ func setOnboarded(pkg *v1alpha1.VnfPackage, artifact *source.Artifact, vnfd *tos
 			ImagePath: image.ImagePath, Checksum: checksum(image.Checksum)})
 	}
 	for _, a := range vnfd.Artifacts {
-		st.AdditionalArtifacts = append(st.AdditionalArtifacts, v1alpha1.PackageArtifact{ArtifactPath: a.Path, Checksum: checksum(a.Checksum)})
+		st.AdditionalArtifacts = append(st.AdditionalArtifacts, v1alpha1.PackageArtifact{ArtifactPath: a.Path, Checksum: checksum(a.Checksum),
+			NonManoArtifactSetID: a.NonManoArtifactSetID})
 	}
 	pkg.Status = st
 	setReady(pkg, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "onboarded "+describe(pkg))

@@ -30,6 +30,8 @@ type Manifest struct {
 	Signature []byte
 	// Signed is the manifest text the Signature covers: everything before the CMS block.
 	Signed []byte
+	// NonManoSets maps the files the non_mano_artifact_sets block lists to their set.
+	NonManoSets map[string]string
 }
 
 // ManifestEntry is one "Source:" block of a manifest.
@@ -390,6 +392,8 @@ type manifestParser struct {
 	section  int
 	current  *ManifestEntry
 	problems []Diagnostic
+	// block is the key of the inOther block being read; set the non-MANO artifact set.
+	block, set string
 }
 
 func (mp *manifestParser) fail(line int, format string, args ...any) {
@@ -432,7 +436,11 @@ func (mp *manifestParser) line(row int, raw string) {
 		return
 	}
 	indented := raw[0] == ' ' || raw[0] == '\t'
-	if strings.HasPrefix(line, "#") || mp.section == inOther && indented {
+	if strings.HasPrefix(line, "#") {
+		return
+	}
+	if mp.section == inOther && indented {
+		mp.nonMano(line)
 		return
 	}
 	key, value, ok := strings.Cut(line, ":")
@@ -447,7 +455,7 @@ func (mp *manifestParser) line(row int, raw string) {
 		mp.section = inMetadata
 	case value == "" && !indented:
 		mp.flush()
-		mp.section = inOther
+		mp.section, mp.block, mp.set = inOther, key, ""
 	case mp.section == inMetadata && indented || mp.section == inMetadata && !isEntryKey(key):
 		mp.m.Metadata[key] = value
 	case strings.EqualFold(key, "Source"):
@@ -458,6 +466,25 @@ func (mp *manifestParser) line(row int, raw string) {
 		mp.entryKey(row, key, value)
 	default:
 		mp.fail(row, "unknown key %q", key)
+	}
+}
+
+// nonMano reads a line of a block this parser does not check: in non_mano_artifact_sets,
+// a set's name, or a Source of the set.
+func (mp *manifestParser) nonMano(line string) {
+	if !strings.EqualFold(mp.block, "non_mano_artifact_sets") {
+		return
+	}
+	key, value, _ := strings.Cut(line, ":")
+	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+	switch {
+	case value == "":
+		mp.set = key
+	case strings.EqualFold(key, "Source") && mp.set != "":
+		if mp.m.NonManoSets == nil {
+			mp.m.NonManoSets = map[string]string{}
+		}
+		mp.m.NonManoSets[value] = mp.set
 	}
 }
 

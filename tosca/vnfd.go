@@ -91,6 +91,8 @@ type SoftwareImage struct {
 type PackageArtifact struct {
 	Path     string    `json:"path"`
 	Checksum *Checksum `json:"checksum,omitempty"`
+	// NonManoArtifactSetID is the non-MANO artifact set the manifest puts it in.
+	NonManoArtifactSetID string `json:"nonManoArtifactSetId,omitempty"`
 }
 
 // PackageVNFD is what onboarding reads of an ETSI SOL001 VNF package, as SOL005's
@@ -352,7 +354,8 @@ func (p *Package) listedArtifacts(vnfd *PackageVNFD, skip map[string]bool) ([]Pa
 		vnfd.CompatibleSpecificationVersions = splitList(manifest.Metadata["compatible_specification_versions"])
 		for _, entry := range manifest.Entries {
 			if !skip[entry.Source] && !isSignatureFile(entry.Source) {
-				listed = append(listed, PackageArtifact{Path: entry.Source, Checksum: checksumOf(entry.Algorithm, entry.Hash)})
+				listed = append(listed, PackageArtifact{Path: entry.Source, Checksum: checksumOf(entry.Algorithm, entry.Hash),
+					NonManoArtifactSetID: manifest.NonManoSets[entry.Source]})
 			}
 		}
 		return listed, nil

@@ -167,3 +167,24 @@ func TestReadVNFDRefuses(t *testing.T) {
 		})
 	}
 }
+
+// The non_mano_artifact_sets block of a manifest says the set of each file it lists.
+func TestManifestNonManoSets(t *testing.T) {
+	manifest, err := tosca.ParseManifest("x.mf", []byte("metadata:\n  vnf_provider_id: x\n\nSource: Artifacts/ves.yaml\nAlgorithm: SHA-256\nHash: ab\n\n"+
+		"non_mano_artifact_sets:\n  onap_ves_events:\n    Source: Artifacts/ves.yaml\n  prv.calaf.docs:\n    Source: README.md\n    Source: Docs/guide.md\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"Artifacts/ves.yaml": "onap_ves_events", "README.md": "prv.calaf.docs", "Docs/guide.md": "prv.calaf.docs"}
+	if len(manifest.NonManoSets) != len(want) {
+		t.Fatalf("sets %v, want %v", manifest.NonManoSets, want)
+	}
+	for file, set := range want {
+		if manifest.NonManoSets[file] != set {
+			t.Errorf("%s: set %q, want %q", file, manifest.NonManoSets[file], set)
+		}
+	}
+	if len(manifest.Entries) != 1 {
+		t.Errorf("entries %+v: the block lists no entries", manifest.Entries)
+	}
+}
