@@ -2,20 +2,20 @@ package nfvapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/nfvapi/content"
 	"calaf.io/calaf/nfvapi/sol013"
 )
@@ -82,10 +82,10 @@ type uploadVnfPkgFromUriRequest struct {
 	Password           string `json:"password,omitempty"`
 }
 
-// uploadFromURI names a CREATED package's content by URL: the operator downloads it as it
-// onboards the package (with the credentials given, kept in a Secret the package owns,
-// written as the caller), and records its digest: what is onboarded is what Services
-// fetch.
+// uploadFromURI fetches a CREATED package's content from a URL — through the outbound
+// client, under the admin's outbound policy, with the credentials given (used for this
+// download alone, kept nowhere) — into the content store, as an upload would keep it
+// (202). What cannot be fetched is refused at once: 422, the reason in the detail.
 func (s *Server) uploadFromURI(r *request) (int, any, error) {
 	var req uploadVnfPkgFromUriRequest
 	if err := r.decode(&req); err != nil {
@@ -102,18 +102,56 @@ func (s *Server) uploadFromURI(r *request) (int, any, error) {
 	if err := awaitsContent(pkg); err != nil {
 		return 0, nil, err
 	}
-	src := v1alpha1.Source{URL: u.String()}
-	if req.UserName != "" || req.Password != "" {
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pkg.Namespace, GenerateName: "vnfpkg-uri-",
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "VnfPackage", Name: pkg.Name, UID: pkg.UID,
-				BlockOwnerDeletion: ptr.To(false)}}},
-			StringData: map[string]string{"username": req.UserName, "password": req.Password}}
-		if err := r.client.Create(r.Context(), secret); err != nil {
-			return 0, nil, err
-		}
-		src.SecretRef = &v1alpha1.LocalObjectReference{Name: secret.Name}
+	body, err := s.download(r, u, req.UserName, req.Password)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer body.Close()
+	src, err := s.cfg.Content.Put(r.Context(), r.client, pkg, body)
+	if err != nil {
+		return 0, nil, contentProblem(err)
 	}
 	return setContent(r, pkg, src)
+}
+
+// download starts the download of a package's content: the answer's body, once the
+// server answered 200.
+func (s *Server) download(r *request, u *url.URL, user, password string) (io.ReadCloser, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), downloadTimeout)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		cancel()
+		return nil, sol013.Errorf(http.StatusBadRequest, "addressInformation: %v", err)
+	}
+	var auth outbound.Auth
+	if user != "" || password != "" {
+		auth.Basic = &outbound.BasicAuth{Username: user, Password: password}
+	}
+	resp, err := s.cfg.Downloads.Do(req, auth)
+	if err != nil {
+		cancel()
+		return nil, sol013.Errorf(http.StatusUnprocessableEntity, "the package could not be fetched from %s: %v", u.Redacted(), err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		cancel()
+		return nil, sol013.Errorf(http.StatusUnprocessableEntity, "the package could not be fetched from %s: it answered %s", u.Redacted(), resp.Status)
+	}
+	return cancelOnClose{ReadCloser: resp.Body, cancel: cancel}, nil
+}
+
+// downloadTimeout bounds the download of a package's content.
+const downloadTimeout = 10 * time.Minute
+
+// cancelOnClose ends a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	defer c.cancel()
+	return c.ReadCloser.Close()
 }
 
 // onboardedPackage reads a package whose content may be read back: ONBOARDED (409

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -12,8 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/nfvapi"
 	"calaf.io/calaf/nfvapi/content"
+	"calaf.io/calaf/source"
 	"calaf.io/calaf/test/vnfpackages"
 )
 
@@ -160,8 +164,7 @@ func zipNames(t *testing.T, data []byte) string {
 	return strings.Join(names, ",")
 }
 
-// Uploads are bounded (413) and checked (400) before anything is kept; upload_from_uri
-// names the content by URL, with its credentials in a Secret written as the caller.
+// Uploads are bounded (413) and checked (400) before anything is kept.
 func TestPackageContentRefused(t *testing.T) {
 	ctx := context.Background()
 	tn := newTenant(t, "nfvo-pkg-bad", "nfvo", nil)
@@ -186,21 +189,51 @@ func TestPackageContentRefused(t *testing.T) {
 	}
 
 	callAt(t, small, &tn, "POST", path+"/package_content/upload_from_uri", map[string]any{"addressInformation": "file:///etc/passwd"}).expect(t, http.StatusBadRequest, "http(s) URL")
-	callAt(t, small, &tn, "POST", path+"/package_content/upload_from_uri", map[string]any{"addressInformation": "https://vendor.example/hello.zip",
-		"userName": "u", "password": "p"}).expect(t, http.StatusAccepted)
+}
+
+// upload_from_uri fetches the content through the outbound client, under the admin's
+// outbound policy, with the credentials given, into the content store; what cannot be
+// fetched (refused address, refused credentials, too large) is refused at once.
+func TestPackageUploadFromURI(t *testing.T) {
+	ctx := context.Background()
+	tn := newTenant(t, "nfvo-pkg-uri", "nfvo", nil)
+	archive := helloCSAR(t)
+	vendor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, password, ok := r.BasicAuth(); !ok || user != "nfvo" || password != "vendor-password" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write(archive)
+	}))
+	t.Cleanup(vendor.Close)
+	loopback := outbound.New(outbound.Options{Policy: outbound.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}})
+	allowed := serverWith(t, nfvapi.Config{Downloads: loopback})
+	small, err := content.New(content.Config{MaxBytes: 4096})
+	must(t, err)
+	tooSmall := serverWith(t, nfvapi.Config{Downloads: loopback, Content: small})
+	create := func(server *httptest.Server) string {
+		var info nfvapi.VnfPkgInfo
+		callAt(t, server, &tn, "POST", "/vnfpkgm/v1/vnf_packages", map[string]any{}).expect(t, http.StatusCreated).decode(t, &info)
+		return "/vnfpkgm/v1/vnf_packages/" + info.ID
+	}
+	from := func(password string) map[string]any {
+		return map[string]any{"addressInformation": vendor.URL + "/hello.zip", "userName": "nfvo", "password": password}
+	}
+
+	path := create(env.server)
+	call(t, &tn, "POST", path+"/package_content/upload_from_uri", from("vendor-password")).expect(t, http.StatusUnprocessableEntity, "refused")
+	callAt(t, allowed, &tn, "POST", path+"/package_content/upload_from_uri", from("wrong")).expect(t, http.StatusUnprocessableEntity, "401 Unauthorized")
+	callAt(t, tooSmall, &tn, "POST", path+"/package_content/upload_from_uri", from("vendor-password")).expect(t, http.StatusRequestEntityTooLarge)
+	callAt(t, allowed, &tn, "POST", path+"/package_content/upload_from_uri", from("vendor-password")).expect(t, http.StatusAccepted)
 	pkg := &v1alpha1.VnfPackage{}
 	must(t, env.admin.Get(ctx, client.ObjectKey{Namespace: tn.namespace, Name: strings.TrimPrefix(path, "/vnfpkgm/v1/vnf_packages/")}, pkg))
-	if pkg.Spec.Source == nil || pkg.Spec.Source.URL != "https://vendor.example/hello.zip" || pkg.Spec.Source.SecretRef == nil {
+	if pkg.Spec.Source == nil || pkg.Spec.Source.Upload == nil || pkg.Spec.Source.Upload.SHA256 != source.SHA256(archive) {
 		t.Fatalf("source: %+v", pkg.Spec.Source)
 	}
-	secret := &corev1.Secret{}
-	must(t, env.admin.Get(ctx, client.ObjectKey{Namespace: tn.namespace, Name: pkg.Spec.Source.SecretRef.Name}, secret))
-	if string(secret.Data["username"]) != "u" || string(secret.Data["password"]) != "p" || len(secret.OwnerReferences) != 1 {
-		t.Errorf("the credentials' Secret: %+v", secret)
-	}
-	if shown := callAt(t, small, &tn, "GET", path, nil).expect(t, http.StatusOK); strings.Contains(string(shown.body), `"p"`) {
+	if shown := callAt(t, allowed, &tn, "GET", path, nil).expect(t, http.StatusOK); strings.Contains(string(shown.body), "vendor-password") {
 		t.Errorf("the password shows: %s", shown.body)
 	}
+	callAt(t, allowed, &tn, "POST", path+"/package_content/upload_from_uri", from("vendor-password")).expect(t, http.StatusConflict, "has its content already")
 }
 
 // Two NFVOs see only their own packages.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/internal/lru"
+	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/nfvapi/content"
 	"calaf.io/calaf/nfvapi/sol013"
 )
@@ -47,6 +48,9 @@ type Config struct {
 	// Content keeps the content of uploaded packages (nil: a store of small packages
 	// only, in ConfigMaps).
 	Content *content.Store
+	// Downloads fetches the content of packages uploaded from a URI, under the admin's
+	// outbound policy (nil: a client of the default policy).
+	Downloads *outbound.Client
 	// Callbacks tests a subscription's callback before it is made; nil skips the test.
 	Callbacks CallbackTester
 	// Now is the clock (default time.Now).
@@ -91,6 +95,9 @@ func New(cfg Config, config *rest.Config, scheme *runtime.Scheme, mapper meta.RE
 			return nil, err
 		}
 		cfg.Content = store
+	}
+	if cfg.Downloads == nil {
+		cfg.Downloads = outbound.New(outbound.Options{UserAgent: "calaf-nfv-api", Timeout: downloadTimeout})
 	}
 	if err := cfg.Tenancy.Validate(); err != nil {
 		return nil, err

@@ -120,8 +120,8 @@ func newNFVAPICommand() *cobra.Command {
 	fl.IntVar(&f.pageSize, "page-size", 100, "largest page a list answers")
 	fl.Float64Var(&f.ratePerCaller, "rate", 20, "requests per second each caller may make (bursts of twice as many)")
 	fl.DurationVar(&f.shutdownGracePeriod, "shutdown-grace-period", 10*time.Second, "how long requests in progress may take to end on shutdown")
-	fl.StringSliceVar(&f.outboundAllow, "outbound-allow", nil, "networks (CIDRs or addresses) a subscription's callback may be on besides public addresses (the test GET; give the operator the same)")
-	fl.StringSliceVar(&f.outboundDeny, "outbound-deny", nil, "networks a subscription's callback may not be on, besides loopback, link-local, metadata and private ones")
+	fl.StringSliceVar(&f.outboundAllow, "outbound-allow", nil, "networks (CIDRs or addresses) a subscription's callback or a package's upload_from_uri may be on besides public addresses (the callback's test GET; give the operator the same)")
+	fl.StringSliceVar(&f.outboundDeny, "outbound-deny", nil, "networks a subscription's callback or a package's upload_from_uri may not be on, besides loopback, link-local, metadata and private ones")
 	return cmd
 }
 
@@ -209,8 +209,9 @@ func (f *nfvAPIFlags) serverConfig() (nfvapi.Config, error) {
 	for _, p := range deny {
 		networks = append(networks, outbound.Network{Prefix: p, Name: "refused by the admin (--outbound-deny)"})
 	}
-	cfg.Callbacks = nfvapi.OutboundCallbacks{Client: outbound.New(outbound.Options{UserAgent: "calaf-nfv-api",
-		Policy: outbound.Policy{Allow: allow, Deny: networks}})}
+	policy := outbound.Policy{Allow: allow, Deny: networks}
+	cfg.Callbacks = nfvapi.OutboundCallbacks{Client: outbound.New(outbound.Options{UserAgent: "calaf-nfv-api", Policy: policy})}
+	cfg.Downloads = outbound.New(outbound.Options{UserAgent: "calaf-nfv-api", Policy: policy, Timeout: 10 * time.Minute})
 	store, err := f.content.store()
 	if err != nil {
 		return cfg, err
