@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"calaf.io/calaf/api/v1alpha1"
 	"calaf.io/calaf/internal/outbound"
 	"calaf.io/calaf/nfvapi/content"
@@ -64,12 +62,17 @@ func awaitsContent(pkg *v1alpha1.VnfPackage) error {
 	return nil
 }
 
-// setContent names a package's content in its spec.source, as the caller, unless the
-// package changed since it was read (409): the operator onboards it.
+// setContent names a package's content in its spec.source, as the caller, unless another
+// request gave it content meanwhile (409): the operator onboards it.
 func setContent(r *request, pkg *v1alpha1.VnfPackage, src v1alpha1.Source) (int, any, error) {
-	patch := client.MergeFromWithOptions(pkg.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	pkg.Spec.Source = &src
-	if err := r.client.Patch(r.Context(), pkg, patch); err != nil {
+	err := r.updatePackage(pkg.Name, func(pkg *v1alpha1.VnfPackage) error {
+		if err := awaitsContent(pkg); err != nil {
+			return err
+		}
+		pkg.Spec.Source = &src
+		return nil
+	})
+	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusAccepted, nil, nil

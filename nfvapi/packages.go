@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
@@ -154,25 +155,26 @@ func (s *Server) modifyPackage(r *request) (int, any, error) {
 	if req.OperationalState == "" && req.UserDefinedData == nil {
 		return 0, nil, sol013.Errorf(http.StatusBadRequest, "a modification changes operationalState or userDefinedData")
 	}
-	pkg, err := r.vnfPackage(r.PathValue("id"))
+	base := r.base(s)
+	err := r.updatePackage(r.PathValue("id"), func(pkg *v1alpha1.VnfPackage) error {
+		if match := r.Header.Get("If-Match"); match != "" {
+			if etag := etagOf(packageView(base, pkg)); match != "*" && !strings.Contains(match, etag) {
+				return sol013.Errorf(http.StatusPreconditionFailed, "the VNF package %s changed since it was read (If-Match %s, now %s)", pkg.Name, match, etag)
+			}
+		}
+		if err := changeOperationalState(pkg, req.OperationalState); err != nil {
+			return err
+		}
+		if req.UserDefinedData != nil {
+			data, err := userData(pkg.Spec.UserDefinedData, req.UserDefinedData)
+			if err != nil {
+				return err
+			}
+			pkg.Spec.UserDefinedData = data
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, nil, err
-	}
-	if match := r.Header.Get("If-Match"); match != "" {
-		if etag := etagOf(packageView(r.base(s), pkg)); match != "*" && !strings.Contains(match, etag) {
-			return 0, nil, sol013.Errorf(http.StatusPreconditionFailed, "the VNF package %s changed since it was read (If-Match %s, now %s)", pkg.Name, match, etag)
-		}
-	}
-	patch := client.MergeFromWithOptions(pkg.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if err := changeOperationalState(pkg, req.OperationalState); err != nil {
-		return 0, nil, err
-	}
-	if req.UserDefinedData != nil {
-		if pkg.Spec.UserDefinedData, err = userData(pkg.Spec.UserDefinedData, req.UserDefinedData); err != nil {
-			return 0, nil, err
-		}
-	}
-	if err := r.client.Patch(r.Context(), pkg, patch); err != nil {
 		return 0, nil, err
 	}
 	answer := map[string]any{}
@@ -183,6 +185,23 @@ func (s *Server) modifyPackage(r *request) (int, any, error) {
 		answer["userDefinedData"] = req.UserDefinedData
 	}
 	return http.StatusOK, answer, nil
+}
+
+// updatePackage reads a package as the caller, changes it with change and writes it at
+// the version it read; when the package was written meanwhile (the operator's status, a
+// label), it is read and changed again — change decides anew whether the change holds.
+func (r *request) updatePackage(id string, change func(*v1alpha1.VnfPackage) error) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pkg, err := r.vnfPackage(id)
+		if err != nil {
+			return err
+		}
+		patch := client.MergeFromWithOptions(pkg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		if err := change(pkg); err != nil {
+			return err
+		}
+		return r.client.Patch(r.Context(), pkg, patch)
+	})
 }
 
 // changeOperationalState enables or disables a package: only an onboarded one, and only

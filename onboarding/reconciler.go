@@ -64,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 }
 
 // Reconcile keeps a package's usage and finalizer, then onboards its content unless its
-// status already says how this generation's onboarding ended.
+// status already says how the onboarding of that content ended.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pkg := &v1alpha1.VnfPackage{}
 	if err := r.Get(ctx, req.NamespacedName, pkg); err != nil {
@@ -96,12 +96,14 @@ func (r *Reconciler) resync() time.Duration {
 	return 10 * time.Minute
 }
 
-// patchStatus writes the status when it changed since before, as a merge patch.
+// patchStatus writes the status when it changed since before, as a merge patch of the
+// status alone (no resourceVersion: a write of the package's metadata meanwhile is no
+// conflict).
 func (r *Reconciler) patchStatus(ctx context.Context, before, pkg *v1alpha1.VnfPackage) error {
 	if apiequality.Semantic.DeepEqual(before.Status, pkg.Status) {
 		return nil
 	}
-	data, err := client.MergeFrom(before).Data(pkg)
+	data, err := client.MergeFrom(&v1alpha1.VnfPackage{Status: before.Status}).Data(&v1alpha1.VnfPackage{Status: pkg.Status})
 	if err != nil {
 		return err
 	}
