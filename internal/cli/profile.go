@@ -17,6 +17,7 @@ import (
 	"calaf.io/calaf/profiles"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/tosca/sol004"
 )
 
 // newProfileCommand is `calaf profile`: the vendor's commands on a profile directory.
@@ -285,7 +286,15 @@ func loadCatalog(args []string) (*profilekit.Catalog, error) {
 		return nil, err
 	}
 	defer pkg.Close()
-	return profilekit.LoadDir(pkg.Root, pkg.Entry, profilekit.LoadOptions{})
+	resolved, err := resolveCached(context.Background(), pkg, sol004.Policy{})
+	if err != nil {
+		return nil, err
+	}
+	opts := profilekit.LoadOptions{Imports: map[string]profilekit.ImportedFiles{}}
+	for _, imp := range resolved.Imports {
+		opts.Imports[imp.URL] = profilekit.ImportedFiles{FS: os.DirFS(imp.Profile.Root), Entry: imp.Profile.Entry}
+	}
+	return profilekit.LoadDir(pkg.Root, pkg.Entry, opts)
 }
 
 func newProfileDiffCommand() *cobra.Command {
