@@ -294,3 +294,81 @@ func groundDir(t *testing.T) string {
 	}
 	return filepath.Dir(file)
 }
+
+// --- yaml-language-server.sh ----------------------------------------------------------------
+
+// yamllsGround is a ground whose PATH holds the stand-ins and the few tools the script
+// needs, and no Node.js or npm of the machine's: npm and node are stand-ins when given.
+func yamllsGround(t *testing.T, npm string) *ground {
+	g := newGround(t)
+	tools := filepath.Join(g.state, "tools")
+	if err := os.MkdirAll(tools, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"dirname", "date", "mkdir", "rm", "mv", "cat"} {
+		path, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(path, filepath.Join(tools, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.env = append(g.env, "PATH="+g.bin+":"+tools)
+	if npm != "" {
+		g.standIn("npm", npm)
+		g.standIn("node", "exit 0")
+	}
+	return g
+}
+
+// npmInstalls stands in for npm install --prefix DIR PACKAGE: it records its arguments and
+// writes the package's bin/yaml-language-server under DIR.
+const npmInstalls = `
+echo "$*" >> $STATE/npm.log
+while [ $# -gt 0 ]; do
+  if [ "$1" = --prefix ]; then prefix=$2; fi
+  shift
+done
+mkdir -p $prefix/node_modules/yaml-language-server/bin
+echo server > $prefix/node_modules/yaml-language-server/bin/yaml-language-server
+`
+
+func TestYAMLLanguageServerInstalledOnceFromNpm(t *testing.T) {
+	g := yamllsGround(t, npmInstalls)
+	want := filepath.Join(g.cache, "tools", "yaml-language-server-1.19.2", "node_modules", "yaml-language-server", "bin", "yaml-language-server")
+	out, code := g.script("yaml-language-server.sh")
+	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), want) {
+		t.Fatalf("exit %d, output:\n%s\nwant the path %s", code, out, want)
+	}
+	npm := g.calls("npm")
+	if len(npm) != 1 || !strings.Contains(npm[0], "install --prefix "+filepath.Join(g.cache, "tools", "yaml-language-server-1.19.2.new")) || !strings.HasSuffix(npm[0], "yaml-language-server@1.19.2") {
+		t.Fatalf("npm calls = %q", npm)
+	}
+	os.Remove(filepath.Join(g.state, "npm.log"))
+	if out, code := g.script("yaml-language-server.sh"); code != 0 || strings.TrimSpace(out) != want {
+		t.Fatalf("second run: exit %d, output:\n%s", code, out)
+	}
+	if npm := g.calls("npm"); npm != nil {
+		t.Errorf("npm called although the server is installed: %q", npm)
+	}
+}
+
+func TestYAMLLanguageServerFailuresSayWhy(t *testing.T) {
+	for _, c := range []struct{ name, npm, want string }{
+		{"no npm", "", "npm is missing: yaml-language-server is installed from the npm registry"},
+		{"npm fails", "echo 'npm ERR! network' >&2; exit 1", "npm install yaml-language-server@1.19.2 failed (is the npm registry reachable?)"},
+		{"npm installs nothing", "exit 0", "npm installed yaml-language-server@1.19.2 without its bin/yaml-language-server"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := yamllsGround(t, c.npm)
+			out, code := g.script("yaml-language-server.sh")
+			if code == 0 || !strings.Contains(out, c.want) {
+				t.Errorf("exit %d, output:\n%s\nwant %q", code, out, c.want)
+			}
+			if _, err := os.Stat(filepath.Join(g.cache, "tools", "yaml-language-server-1.19.2")); !os.IsNotExist(err) {
+				t.Errorf("a failed install left the tool's directory (%v)", err)
+			}
+		})
+	}
+}
