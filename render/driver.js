@@ -173,7 +173,7 @@ function indexNodeTemplates() {
 
 exports.run = function (params) {
   require('calaf.resolve');
-  if (!problems.empty()) return { nodes: [], outputs: {}, outputErrors: {} };
+  if (calafDriver.blocked()) return { nodes: [], outputs: {}, outputErrors: {} };
   indexNodeTemplates();
   let declaredOutputs = {};
   if (tosca.isTosca(clout)) {
@@ -182,8 +182,9 @@ exports.run = function (params) {
   }
   let operationInputs = detachOperationInputs();
   values.coerce();
-  // Values that failed to coerce were reported as problems and are still unevaluated.
-  if (!problems.empty()) return { nodes: [], outputs: {}, outputErrors: {} };
+  // Values that failed to coerce were reported as problems and are still unevaluated (a
+  // tolerated idiom of a SOL001 flavour does not stop the run).
+  if (calafDriver.blocked()) return { nodes: [], outputs: {}, outputErrors: {} };
   requireObservedAttributes();
 
   let root = params.root;

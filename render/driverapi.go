@@ -11,7 +11,16 @@ import (
 // driverAPI is the "calafDriver" global of the driver (driver.js): walks over the Clout's
 // Go maps, which JavaScript pays for by wrapping every map it passes through. Each takes
 // what a scriptlet may hand it as well and ignores what is not a map.
-type driverAPI struct{}
+type driverAPI struct {
+	// blocking tells whether the problems reported so far stop the run: those that are not
+	// idioms the compile tolerates (tosca.TolerateValues).
+	blocking func() bool
+}
+
+// Blocked tells whether the problems reported so far stop the driver's run.
+func (d driverAPI) Blocked() bool {
+	return d.blocking != nil && d.blocking()
+}
 
 // TypeChain returns a type hierarchy (types by name, each naming its parent) as names,
 // most derived first. Of several types that are nobody's parent, the last by name is the

@@ -20,7 +20,7 @@ import (
 // returns a new Clout.
 func Evaluate(ctx contextpkg.Context, compiled *tosca.Compiled, timeout time.Duration, coerce bool) (*cloutpkg.Clout, error) {
 	limits := scriptLimits{timeout, Budget(compiled, timeout)}
-	clout, _, err := runDriver(ctx, compiled, false, nil, limits, logr.Discard(), nil, "evaluate", map[string]any{"coerce": coerce})
+	clout, _, _, err := runDriver(ctx, compiled, false, nil, limits, logr.Discard(), nil, "evaluate", map[string]any{"coerce": coerce})
 	if err != nil {
 		return nil, err
 	}
@@ -42,31 +42,37 @@ type scriptLimits struct {
 // live attributes set), within the budget, and returns the copy and the export's result.
 // An owned Clout's vertexes and properties are not copied but changed in place; its
 // metadata (the package's scriptlets, the VNFD) is copied all the same. Problems reported
-// by scriptlets and script failures become an *tosca.InvalidError.
-func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, owned bool, attributes map[string]map[string]any, limits scriptLimits, log logr.Logger, programs *tosca.Programs, function string, params map[string]any) (*cloutpkg.Clout, any, error) {
+// by scriptlets and script failures become an *tosca.InvalidError; the problems that are
+// tolerated idioms of a SOL001 flavour are returned as warnings.
+func runDriver(ctx contextpkg.Context, compiled *tosca.Compiled, owned bool, attributes map[string]map[string]any, limits scriptLimits, log logr.Logger, programs *tosca.Programs, function string, params map[string]any) (*cloutpkg.Clout, any, []tosca.Diagnostic, error) {
 	pkg := compiled.Package
 	clout, err := driverClout(compiled.Clout, owned)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for name, source := range map[string]string{driverScriptlet: driverSource, realmScriptlet: realmSource, resolveScriptlet: resolveSource, valuesScriptlet: valuesSource} {
 		if err := js.SetScriptlet(name, source, clout); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if err := setAttributes(clout, attributes); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	probs := problems.NewProblems(nil)
-	sandbox := &tosca.Sandbox{Timeout: limits.budget, Log: log, Programs: programs, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}, "calafDriver": driverAPI{}}}
+	blocking := func() bool {
+		_, diags := tosca.TolerateValues(compiled.VNFD(), problemDiagnostics(compiled, probs))
+		return len(diags) > 0
+	}
+	sandbox := &tosca.Sandbox{Timeout: limits.budget, Log: log, Programs: programs, Globals: map[string]any{"calaf": &calafAPI{pkg: pkg}, "calafDriver": driverAPI{blocking: blocking}}}
 	result, execErr := sandbox.Exec(ctx, clout, probs, driverScriptlet, function, params)
 	if script, ok := execErr.(*tosca.ScriptError); ok && script.Timeout {
 		execErr = &tosca.ScriptError{Scriptlet: script.Scriptlet, Timeout: true, Message: "did not finish within " + budgetText(limits.budget, limits.timeout)}
 	}
-	if err := driverFailure(compiled, probs, execErr); err != nil {
-		return nil, nil, err
+	warnings, err := driverFailure(compiled, probs, execErr)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return clout, result, nil
+	return clout, result, warnings, nil
 }
 
 // driverClout is the Clout the driver runs on: a copy, or an owned Clout's vertexes and
@@ -84,20 +90,21 @@ func driverClout(compiled *cloutpkg.Clout, owned bool) (*cloutpkg.Clout, error) 
 
 // driverFailure turns the problems that scriptlets reported and the failure of a run of
 // the driver (or of a node's realm) into an *tosca.InvalidError, nil when there are none;
-// an error of Calaf's own is returned as it is.
-func driverFailure(compiled *tosca.Compiled, probs *problems.Problems, execErr error) error {
-	diags := problemDiagnostics(compiled, probs)
+// an error of Calaf's own is returned as it is. Problems that are tolerated idioms of a
+// SOL001 flavour (tosca.TolerateValues) are returned as warnings instead.
+func driverFailure(compiled *tosca.Compiled, probs *problems.Problems, execErr error) ([]tosca.Diagnostic, error) {
+	warnings, diags := tosca.TolerateValues(compiled.VNFD(), problemDiagnostics(compiled, probs))
 	if execErr != nil {
 		var scriptErr *tosca.ScriptError
 		if !errors.As(execErr, &scriptErr) {
-			return execErr
+			return nil, execErr
 		}
 		diags = append(diags, tosca.Diagnostic{File: compiled.Package.Entry, Message: driverMessage(scriptErr)})
 	}
 	if len(diags) > 0 {
-		return &tosca.InvalidError{Diagnostics: diags}
+		return nil, &tosca.InvalidError{Diagnostics: diags}
 	}
-	return nil
+	return warnings, nil
 }
 
 // driverMessage words a failure of the driver for the package author: the driver itself is

@@ -101,7 +101,8 @@ func (r *realms) invalid(probs *problems.Problems, execErr error) error {
 	if probs == nil {
 		probs = problems.NewProblems(nil)
 	}
-	return driverFailure(r.compiled, probs, execErr)
+	_, err := driverFailure(r.compiled, probs, execErr)
+	return err
 }
 
 // newRealms prepares the realms of a render that started at start with a budget, each

@@ -219,7 +219,7 @@ func (r *Renderer) renderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 	if err != nil {
 		return nil, err
 	}
-	_, raw, err := runDriver(ctx, compiled, owned, opts.Attributes, scriptLimits{opts.Timeout, budget}, r.Log, r.programs, "run", params)
+	_, raw, tolerated, err := runDriver(ctx, compiled, owned, opts.Attributes, scriptLimits{opts.Timeout, budget}, r.Log, r.programs, "run", params)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (r *Renderer) renderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 	}
 	result.ReadsAttributes = renderersRead || mayRead
 	result.OutputDefinitions = outputs
-	result.Warnings = compiled.Warnings()
+	result.Warnings = append(compiled.Warnings(), tolerated...)
 	if err := mapVNF(ctx, compiled, data, result, opts, r.Charts); err != nil {
 		return nil, err
 	}

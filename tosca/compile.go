@@ -396,11 +396,15 @@ func (p *Package) diagnostics(probs *problems.Problems) []Diagnostic {
 		}
 		diags = append(diags, d)
 	}
+	// Puccini reports the problems of one node in map order: the path orders them too.
 	sort.SliceStable(diags, func(i, j int) bool {
 		if diags[i].File != diags[j].File {
 			return diags[i].File < diags[j].File
 		}
-		return diags[i].Line < diags[j].Line
+		if diags[i].Line != diags[j].Line {
+			return diags[i].Line < diags[j].Line
+		}
+		return diags[i].Path < diags[j].Path
 	})
 	return diags
 }

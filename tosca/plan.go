@@ -62,6 +62,9 @@ func (p *Package) planCompile(inputs map[string]any, opts CompileOptions) (*comp
 		}
 	}
 	if sol != nil || etsi.etsi {
+		if err := p.planRootArtifacts(plan, opts.Strict); err != nil {
+			return nil, err
+		}
 		// ETSI type files are TOSCA 1.2 or 1.3 whatever the VNFD declares.
 		quirks := []string{string(parsing.QuirkImportsVersionPermissive), string(parsing.QuirkInterfacesOperationsPermissive)}
 		if !opts.Strict {
@@ -142,4 +145,18 @@ func (c *Compiled) VNFD() *VNFD {
 // Warnings returns the idioms the compile tolerated.
 func (c *Compiled) Warnings() []Diagnostic {
 	return WarningsOf(c.Clout)
+}
+
+// planRootArtifacts maps the artifact files an ETSI package names relative to its root
+// (rootArtifacts) in the plan's URL mappings, with their warnings.
+func (p *Package) planRootArtifacts(plan *compilePlan, strict bool) error {
+	found, warnings, err := p.rootArtifacts(plan.entry, strict, plan.mapped)
+	if err != nil {
+		return err
+	}
+	for ref, rel := range found {
+		plan.mapped[ref] = rel
+	}
+	plan.warnings = append(plan.warnings, warnings...)
+	return nil
 }

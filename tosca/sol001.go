@@ -40,6 +40,9 @@ type VNFD struct {
 	Properties map[string]any `json:"properties,omitempty"`
 	// NodeLines gives the line of each node template of the flavour file.
 	NodeLines map[string]int `json:"nodeLines,omitempty"`
+	// Strict is set when the compile refused the tolerated idioms: the mapping refuses
+	// its own (docs/etsi.md) too.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // flavourFile is one deployment flavour of a SOL001 package.
@@ -87,7 +90,7 @@ func (p *Package) sol001(inputs map[string]any, opts CompileOptions, mapped map[
 	for _, f := range flavours {
 		ids = append(ids, f.id)
 	}
-	plan := &sol001Plan{vnfd: VNFD{TopFile: p.Entry, Flavour: chosen.id, FlavourFile: chosen.file, Flavours: ids, NodeType: chosen.nodeType}}
+	plan := &sol001Plan{vnfd: VNFD{TopFile: p.Entry, Flavour: chosen.id, FlavourFile: chosen.file, Flavours: ids, NodeType: chosen.nodeType, Strict: opts.Strict}}
 	types := p.nodeTypeIndex(p.Entry, mapped)
 	properties, err := p.vnfProperties(top, chosen, inputs, types)
 	if err != nil {

@@ -165,6 +165,14 @@ var idioms = []idiom{
 		}
 		return "", false
 	},
+	// Vdu.Compute's virtual_compute capability left without virtual_memory and
+	// virtual_cpu: on Kubernetes the workload's manifest says what its pods need.
+	func(d Diagnostic) (string, bool) {
+		if d.Message != "unassigned required property" || !strings.Contains(d.Path, `.capabilities["virtual_compute"].properties[`) {
+			return "", false
+		}
+		return "left unassigned (as in Tacker's CNF packages): the workload's manifest gives its pods' resources", true
+	},
 	// Puccini takes an artifact's extension from the first dot of its path.
 	func(d Diagnostic) (string, bool) {
 		m := extensionProblem.FindStringSubmatch(d.Message)
@@ -198,4 +206,136 @@ func tolerate(diags []Diagnostic) (warnings, problems []Diagnostic) {
 		}
 	}
 	return warnings, problems
+}
+
+// flavourIDPath is where Puccini reports a flavour's flavour_id.
+const flavourIDPath = `topology_template.substitution_mappings.properties["flavour_id"]`
+
+var unsatisfiedVirtualLink = regexp.MustCompile(`^could not satisfy "(virtual_link[^"]*)" because no candidate node template provides required capability$`)
+
+// valueIdioms are the problems of evaluating a SOL001 flavour (requirement resolution,
+// constraints) tolerated outside strict mode, each with its warning.
+var valueIdioms = []func(vnfd *VNFD, path, message string) (string, bool){
+	// a flavour_id the valid_values of the VNF node type's flavour_id do not list (Tacker
+	// adds flavours to a package without updating its types).
+	func(vnfd *VNFD, path, message string) (string, bool) {
+		if path != flavourIDPath || !strings.HasPrefix(message, "returned false in call to tosca.constraint.valid_values(") {
+			return "", false
+		}
+		return fmt.Sprintf("flavour_id %q is not among the valid_values of the VNF node type's flavour_id; the flavour is deployed all the same", vnfd.Flavour), true
+	},
+	// a virtual link requirement no node satisfies (the VNF's external and internal
+	// virtual links, declared by its type without occurrences): a CNF on Kubernetes
+	// deploys no virtual link.
+	func(_ *VNFD, _, message string) (string, bool) {
+		m := unsatisfiedVirtualLink.FindStringSubmatch(message)
+		if m == nil {
+			return "", false
+		}
+		return fmt.Sprintf("requirement %q left unsatisfied: virtual links are not deployed on Kubernetes", m[1]), true
+	},
+}
+
+// TolerateValues splits the problems found evaluating the values of a SOL001 flavour into
+// the idioms tolerated (returned as warnings) and the real problems; a compile that was
+// strict tolerates none.
+func TolerateValues(vnfd *VNFD, diags []Diagnostic) (warnings, problems []Diagnostic) {
+	if vnfd == nil || vnfd.Strict {
+		return nil, diags
+	}
+	for _, d := range diags {
+		path, message := d.Path, d.Message
+		if before, after, found := strings.Cut(message, ": "); path == "" && found && strings.HasPrefix(before, "topology_template.") {
+			path, message = before, after
+		}
+		tolerated := false
+		for _, recognize := range valueIdioms {
+			if warning, ok := recognize(vnfd, path, message); ok {
+				d.Path, d.Message, tolerated = path, warning, true
+				warnings = append(warnings, d)
+				break
+			}
+		}
+		if !tolerated {
+			problems = append(problems, d)
+		}
+	}
+	return warnings, problems
+}
+
+// rootArtifacts finds the artifact files written relative to the package's root in a
+// template (entry, or one it imports) under another directory (Tacker's convention: "file: Scripts/mgmt.py" in
+// Definitions/df.yaml): an artifact file that is not next to the file naming it but is at
+// the root is read from the root, with a warning; in strict mode it is an error. It maps
+// each such reference to its package path, for the compile's URL context. A reference
+// that names the file relative to its template elsewhere in the package is left alone.
+func (p *Package) rootArtifacts(entry string, strict bool, mapped map[string]string) (map[string]string, []Diagnostic, error) {
+	found := map[string]string{}
+	var warnings, errs []Diagnostic
+	ambiguous := map[string]bool{}
+	for _, file := range p.templateFiles(entry, mapped) {
+		doc, err := p.readYAML(file)
+		if err != nil {
+			continue
+		}
+		for _, artifact := range artifactFiles(mappingOf(doc)) {
+			ref := artifact.Value
+			if urlScheme.MatchString(ref) || path.IsAbs(ref) {
+				continue
+			}
+			if _, err := p.resolve(file, ref); err == nil {
+				ambiguous[ref] = true // it names a file next to one template: map it nowhere
+				continue
+			}
+			root, err := cleanRelative(ref)
+			if err != nil || !p.has(root) {
+				continue // Puccini reports the missing file
+			}
+			d := Diagnostic{File: file, Line: artifact.Line, Column: artifact.Column}
+			if strict {
+				d.Message = fmt.Sprintf("artifact file %q is not next to %s; %s at the package's root would be read (Tacker's convention)%s", ref, file, root, strictHint)
+				errs = append(errs, d)
+				continue
+			}
+			d.Message = fmt.Sprintf("artifact file %q is not next to %s: %s at the package's root is read (Tacker's convention)", ref, file, root)
+			warnings = append(warnings, d)
+			found[ref] = root
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, &InvalidError{Diagnostics: errs}
+	}
+	for ref := range ambiguous {
+		delete(found, ref)
+	}
+	return found, warnings, nil
+}
+
+// templateFiles lists the package's templates entry imports, directly or not, entry
+// first; mapped leads URL imports to the package's copies.
+func (p *Package) templateFiles(entry string, mapped map[string]string) []string {
+	var files []string
+	seen := map[string]bool{}
+	queue := []string{entry}
+	for len(queue) > 0 && len(files) < p.limits.MaxFiles {
+		file := queue[0]
+		queue = queue[1:]
+		if seen[file] {
+			continue
+		}
+		seen[file] = true
+		files = append(files, file)
+		doc, err := p.readYAML(file)
+		if err != nil {
+			continue
+		}
+		for _, target := range importTargets(mappingValue(mappingOf(doc), "imports")) {
+			if rel := mapped[target.url]; rel != "" {
+				queue = append(queue, rel)
+			} else if rel, err := p.resolve(file, target.url); err == nil && !target.repository {
+				queue = append(queue, rel)
+			}
+		}
+	}
+	return files
 }
