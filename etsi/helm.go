@@ -31,6 +31,9 @@ const (
 type chartSource struct {
 	file  string // package path of the .tgz or the chart directory
 	owner string
+	// install is the entry of Tacker v1's using_helm_install_param the chart is rendered
+	// for (its release name and parameters); nil for helm_chart_path and Mciops.
+	install *helmInstall
 }
 
 // hasChart tells whether the flavour deploys Helm charts.
@@ -44,6 +47,11 @@ func (m *mapper) charts() []chartSource {
 	var charts []chartSource
 	if m.params.helmChartPath != "" {
 		charts = append(charts, chartSource{file: m.params.helmChartPath, owner: m.vnfNode})
+	}
+	for i := range m.params.helmInstalls {
+		if install := &m.params.helmInstalls[i]; install.chartPath != "" {
+			charts = append(charts, chartSource{file: install.chartPath, owner: m.vnfNode, install: install})
+		}
 	}
 	for _, n := range m.in.Nodes {
 		for _, name := range slices.Sorted(maps.Keys(n.Artifacts)) {
@@ -60,6 +68,9 @@ func (m *mapper) charts() []chartSource {
 // helm_parameters, and each VDU's replicas under its helm_value_names entry. Calaf then
 // applies the objects like every other.
 func (m *mapper) helm(ctx context.Context) error {
+	if err := m.refuseRepositoryCharts(); err != nil {
+		return err
+	}
 	charts := m.charts()
 	if len(charts) > 0 && m.in.Charts == nil {
 		return fmt.Errorf("%s deploys a Helm chart: %w", charts[0].file, chart.ErrNoEngine)
@@ -77,16 +88,38 @@ func (m *mapper) helm(ctx context.Context) error {
 	return nil
 }
 
+// refuseRepositoryCharts refuses the charts of Tacker v1's using_helm_install_param that
+// come from a Helm repository: Calaf downloads nothing a package does not carry.
+func (m *mapper) refuseRepositoryCharts() error {
+	var diags []tosca.Diagnostic
+	for _, install := range m.params.helmInstalls {
+		if install.chartPath != "" {
+			continue
+		}
+		diags = append(diags, tosca.Diagnostic{File: m.in.VNFD.FlavourFile, Message: fmt.Sprintf(
+			"instantiate request: additionalParams.using_helm_install_param[%d] (release %q): chart %q of the Helm repository %q (%s) is not in the package, and Calaf downloads no chart: put the chart in the package and name it with helmchartfile_path",
+			install.index, install.release, install.chart, install.repository, install.url)})
+	}
+	if len(diags) > 0 {
+		return &tosca.InvalidError{Diagnostics: diags}
+	}
+	return nil
+}
+
 func (m *mapper) renderChart(ctx context.Context, source chartSource) ([]*object, error) {
 	files, err := m.chartFiles(source.file)
 	if err != nil {
 		return nil, tosca.Invalid(source.file, "Helm chart: %v", err)
 	}
-	values, err := m.chartValues()
+	values, err := m.chartValues(source)
 	if err != nil {
 		return nil, tosca.Invalid(source.file, "Helm values: %v", err)
 	}
-	rendered, err := m.in.Charts.Render(ctx, chart.Request{Files: files, Values: values, Release: m.in.Service, Namespace: m.in.Namespace, Timeout: m.in.HelmTimeout})
+	release := m.in.Service
+	if source.install != nil {
+		release = source.install.release
+	}
+	rendered, err := m.in.Charts.Render(ctx, chart.Request{Files: files, Values: values, Release: release, Namespace: m.in.Namespace, Timeout: m.in.HelmTimeout})
 	if err != nil {
 		return nil, tosca.Invalid(source.file, "Helm chart %v", err)
 	}
@@ -160,8 +193,12 @@ func (m *mapper) chartDirFiles(dir string) ([]chart.File, error) {
 }
 
 // chartValues are the values the chart is rendered with, over its own: the request's
-// helm_parameters ("a.b": value), then each VDU's replicas at its helm_value_names entry.
-func (m *mapper) chartValues() (map[string]any, error) {
+// helm_parameters ("a.b": value), then each VDU's replicas at its helm_value_names entry;
+// for a chart of Tacker v1's using_helm_install_param, its helmparameter instead.
+func (m *mapper) chartValues(source chartSource) (map[string]any, error) {
+	if source.install != nil {
+		return m.installValues(source.install)
+	}
 	values := map[string]any{}
 	for _, key := range slices.Sorted(maps.Keys(m.params.helmParameters)) {
 		if err := strvals.ParseInto(fmt.Sprintf("%s=%v", key, m.params.helmParameters[key]), values); err != nil {
@@ -175,6 +212,33 @@ func (m *mapper) chartValues() (map[string]any, error) {
 		}
 		if err := strvals.ParseInto(fmt.Sprintf("%s=%d", m.params.helmValueNames[vdu], replicas), values); err != nil {
 			return nil, fmt.Errorf("helm_value_names %s: %v", vdu, err)
+		}
+	}
+	return values, nil
+}
+
+// installValues are the values of a chart of Tacker v1's using_helm_install_param: its
+// helmparameter ("key=value", as helm --set reads them), then, for each aspect of
+// helm_replica_values, the replicas of the VDUs of the release (vdu_mapping) it scales.
+func (m *mapper) installValues(install *helmInstall) (map[string]any, error) {
+	values := map[string]any{}
+	for i, parameter := range install.parameters {
+		if err := strvals.ParseInto(parameter, values); err != nil {
+			return nil, fmt.Errorf("using_helm_install_param[%d].helmparameter[%d]: %v", install.index, i, err)
+		}
+	}
+	for _, aspect := range slices.Sorted(maps.Keys(m.params.helmReplicaValues)) {
+		for _, vdu := range slices.Sorted(maps.Keys(m.params.vduMapping)) {
+			if m.params.vduMapping[vdu].release != install.release || m.scaling.deltas[vdu][aspect] == nil {
+				continue
+			}
+			replicas, ok := m.replicas[vdu]
+			if !ok {
+				return nil, fmt.Errorf("vdu_mapping names %s, which is not a VDU of the flavour", vdu)
+			}
+			if err := strvals.ParseInto(fmt.Sprintf("%s=%d", m.params.helmReplicaValues[aspect], replicas), values); err != nil {
+				return nil, fmt.Errorf("helm_replica_values %s: %v", aspect, err)
+			}
 		}
 	}
 	return values, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"strings"
 
@@ -63,7 +64,7 @@ func (m *mapper) manifests(context.Context) error {
 
 // needsManifests tells whether some VDU waits for a workload no chart provides.
 func (m *mapper) needsManifests() bool {
-	if m.params.helmChartPath != "" {
+	if m.params.helmChartPath != "" || len(m.params.helmInstalls) > 0 {
 		return false
 	}
 	for _, n := range m.in.Nodes {
@@ -101,6 +102,9 @@ func (m *mapper) discoverManifests() []string {
 // readManifest reads the objects of one manifest file, replacing hard-coded namespaces and
 // skipping the kinds that cannot be stored, with a warning each.
 func (m *mapper) readManifest(file string) ([]*object, error) {
+	if strings.Contains(file, "://") {
+		return nil, tosca.Invalid(file, "additionalParams.lcm-kubernetes-def-files names a URL, and Calaf downloads nothing: put the manifest in the package and list its package path")
+	}
 	data, err := m.in.Package.ReadFile(file)
 	if err != nil {
 		return nil, tosca.Invalid(file, "additionalParams.lcm-kubernetes-def-files: %v", err)
@@ -147,22 +151,75 @@ func (m *mapper) manifestObject(file string, doc *yaml.Node) (*object, error) {
 	}
 	content = normalize(content).(map[string]any)
 	kind, name := asString(content["kind"]), objectName(content)
+	if unstorableKinds[kind] && asString(content["apiVersion"]) != "" {
+		m.warn(file, top.Line, "%s skipped: the API server stores no %s (it only answers the request)", describeUnnamed(kind, name), kind)
+		return nil, nil
+	}
 	if asString(content["apiVersion"]) == "" || kind == "" || name == "" {
 		return nil, &tosca.InvalidError{Diagnostics: []tosca.Diagnostic{{File: file, Line: top.Line, Message: "not a Kubernetes object: it needs apiVersion, kind and metadata.name"}}}
-	}
-	if unstorableKinds[kind] {
-		m.warn(file, top.Line, "%s %q skipped: the API server stores no %s (it only answers the request)", kind, name, kind)
-		return nil, nil
 	}
 	metadata := asMap(content["metadata"])
 	if ns := asString(metadata["namespace"]); ns != "" && ns != m.in.Namespace {
 		m.warn(file, top.Line, "%s %q: its namespace %q is replaced by the Service's namespace %q", kind, name, ns, m.in.Namespace)
 		metadata["namespace"] = m.in.Namespace
+		m.replaced[ns] = true
 	}
 	return &object{content: content, file: file, line: top.Line}, nil
+}
+
+// describeUnnamed names an object of a kind whose requests need no name ("TokenReview"
+// alone then).
+func describeUnnamed(kind, name string) string {
+	if name == "" {
+		return kind
+	}
+	return fmt.Sprintf("%s %q", kind, name)
 }
 
 // describe names an object for diagnostics.
 func (o *object) describe() string {
 	return fmt.Sprintf("%s %q (%s:%d)", asString(o.content["kind"]), objectName(o.content), o.file, o.line)
+}
+
+// followNamespace adjusts what of the manifests names the namespace they were written
+// for, which Calaf replaced by the Service's (unless strict): a Namespace object of that
+// name (additionalParams.namespace, or a namespace the manifests hard-code) is skipped —
+// the VNF is deployed in its Service's namespace, which exists — and the ServiceAccount
+// subjects of (Cluster)RoleBindings that name one of the manifests' accounts in that
+// namespace are moved to the Service's namespace with it. Each with a warning.
+func (m *mapper) followNamespace(context.Context) error {
+	if m.in.VNFD.Strict {
+		return nil
+	}
+	written := maps.Clone(m.replaced)
+	if m.params.namespace != "" && m.params.namespace != m.in.Namespace {
+		written[m.params.namespace] = true
+	}
+	accounts := map[string]bool{}
+	for _, obj := range m.objects {
+		if asString(obj.content["kind"]) == "ServiceAccount" {
+			accounts[objectName(obj.content)] = true
+		}
+	}
+	kept := m.objects[:0]
+	for _, obj := range m.objects {
+		kind, name := asString(obj.content["kind"]), objectName(obj.content)
+		if kind == "Namespace" && written[name] {
+			m.warn(obj.file, obj.line, "Namespace %q skipped: the manifests were written for it, and the VNF is deployed in the Service's namespace %q", name, m.in.Namespace)
+			continue
+		}
+		if kind == "RoleBinding" || kind == "ClusterRoleBinding" {
+			subjects, _ := obj.content["subjects"].([]any)
+			for _, subject := range subjects {
+				s := asMap(subject)
+				if ns := asString(s["namespace"]); asString(s["kind"]) == "ServiceAccount" && written[ns] && accounts[asString(s["name"])] {
+					s["namespace"] = m.in.Namespace
+					m.warn(obj.file, obj.line, "%s %q: its subject ServiceAccount %q follows the package's account from namespace %q to the Service's namespace %q", kind, name, asString(s["name"]), ns, m.in.Namespace)
+				}
+			}
+		}
+		kept = append(kept, obj)
+	}
+	m.objects = kept
+	return nil
 }

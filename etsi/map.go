@@ -130,7 +130,7 @@ func Map(ctx context.Context, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	steps := []func(context.Context) error{m.scale, m.helm, m.manifests, m.containers, m.bindVDUs}
+	steps := []func(context.Context) error{m.scale, m.helm, m.manifests, m.followNamespace, m.containers, m.bindVDUs}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -151,6 +151,7 @@ type mapper struct {
 	objects  []*object
 	warnings []tosca.Diagnostic
 	vdus     []VDU
+	replaced map[string]bool // the namespaces of manifests replaced by the Service's
 }
 
 // object is a Kubernetes object with where it came from.
@@ -168,7 +169,7 @@ func newMapper(in Input) (*mapper, error) {
 	if err != nil {
 		return nil, tosca.Invalid(in.VNFD.FlavourFile, "instantiate request: %v", err)
 	}
-	m := &mapper{in: in, params: p, scaling: readScaling(in.Policies), replicas: map[string]int64{}, profiles: map[string]vduProfile{}}
+	m := &mapper{in: in, params: p, scaling: readScaling(in.Policies), replicas: map[string]int64{}, profiles: map[string]vduProfile{}, replaced: map[string]bool{}}
 	for _, n := range in.Nodes {
 		if n.is(typeVNF) && m.vnfNode == "" {
 			m.vnfNode = n.Name
@@ -259,10 +260,12 @@ func (m *mapper) bindVDUs(context.Context) error {
 		if !m.isVDU(&n) || m.builtByCalaf(&n) {
 			continue
 		}
-		name := asString(n.Properties["name"])
-		obj := m.findWorkload(name)
+		name, mapping := asString(n.Properties["name"]), m.params.vduMapping[n.Name]
+		obj := m.findWorkload(name, mapping)
 		if obj == nil {
-			diags = append(diags, m.nodeDiagnostic(n.Name, fmt.Sprintf("VDU %s: no Deployment, StatefulSet, ReplicaSet, DaemonSet or Pod named %q (its properties.name) in %s", n.Name, name, m.sources())))
+			if d, refused := m.missingWorkload(&n, name, mapping); refused {
+				diags = append(diags, d)
+			}
 			continue
 		}
 		obj.owner, obj.vdu = n.Name, n.Name
@@ -277,21 +280,52 @@ func (m *mapper) bindVDUs(context.Context) error {
 	if len(diags) > 0 {
 		return &tosca.InvalidError{Diagnostics: diags}
 	}
-	if len(m.vdus) == 0 && len(m.objects) == 0 {
+	if len(m.vdus) == 0 && len(m.objects) == 0 && len(m.params.defFiles) == 0 {
 		return tosca.Invalid(m.in.VNFD.FlavourFile, "flavour %q maps no node to any Kubernetes object: it has no VDU (tosca.nodes.nfv.Vdu.Compute or Vdu.OsContainerDeployableUnit), and the request names no manifests or Helm chart", m.in.VNFD.Flavour)
 	}
 	return nil
 }
 
-// findWorkload returns the workload named name, else the one of a chart named
-// "<name>-<suffix without dashes>" (Tacker's rule for charts).
-func (m *mapper) findWorkload(name string) *object {
+// missingWorkload words a VDU without a workload. When the request lists the manifests,
+// the VDUs none of them realizes are not instantiated, as Tacker does: a warning, refused
+// under strict. Otherwise (or with strict) it is an error.
+func (m *mapper) missingWorkload(n *Node, name string, mapping vduMapping) (tosca.Diagnostic, bool) {
+	looked := fmt.Sprintf("Deployment, StatefulSet, ReplicaSet, DaemonSet or Pod named %q (its properties.name)", name)
+	if mapping.name != "" {
+		looked = fmt.Sprintf("workload named %q (additionalParams.vdu_mapping)", mapping.name)
+		if mapping.kind != "" {
+			looked = fmt.Sprintf("%s %q (additionalParams.vdu_mapping)", mapping.kind, mapping.name)
+		}
+	}
+	if len(m.params.defFiles) > 0 && mapping.name == "" {
+		d := m.nodeDiagnostic(n.Name, fmt.Sprintf("VDU %s is not instantiated: no workload named %q (its properties.name) in the manifests the request lists (%s)", n.Name, name, strings.Join(m.params.defFiles, ", ")))
+		if !m.in.VNFD.Strict {
+			m.warnings = append(m.warnings, d)
+			return d, false
+		}
+		d.Message += " (refused with --strict; tolerated otherwise)"
+		return d, true
+	}
+	return m.nodeDiagnostic(n.Name, fmt.Sprintf("VDU %s: no %s in %s", n.Name, looked, m.sources())), true
+}
+
+// findWorkload returns the workload a VDU maps to: the one vdu_mapping names (kind and
+// name), else the one named name, else the one of a chart named "<name>-<suffix without
+// dashes>" (Tacker's rule for charts).
+func (m *mapper) findWorkload(name string, mapping vduMapping) *object {
 	var prefixed *object
 	for _, obj := range m.objects {
-		if _, ok := workloadKinds[asString(obj.content["kind"])]; !ok || obj.vdu != "" {
+		kind := asString(obj.content["kind"])
+		if _, ok := workloadKinds[kind]; !ok || obj.vdu != "" {
 			continue
 		}
 		objName := objectName(obj.content)
+		if mapping.name != "" {
+			if objName == mapping.name && (mapping.kind == "" || mapping.kind == kind) {
+				return obj
+			}
+			continue
+		}
 		if objName == name {
 			return obj
 		}

@@ -119,6 +119,27 @@ func goldenCases() []goldenCase {
 				`artifact file read as extension "./Scripts/sample_script.py"`,
 				`Files/kubernetes/vdu1.yaml:1: Deployment "vdu1": its namespace "vendor-ns" is replaced`,
 			}},
+		{name: "cnf-tacker-all-kinds", pkg: "cnf-tacker", request: "cnf-tacker.all-kinds.json",
+			replicas: map[string]int64{"VDU1": 2, "VDU2": 1}, level: "instantiation_level_2", aspects: map[string]int64{"vdu1_aspect": 1},
+			workloads: map[string]string{"VDU1": "Deployment/vdu1", "VDU2": "Deployment/vdu2"},
+			warnings: []string{
+				`Definitions/tacker_df_simple.yaml:45:5: topology_template.node_templates["VDU1"].capabilities["virtual_compute"].properties["virtual_memory"]: left unassigned`,
+				`Definitions/tacker_df_simple.yaml:43:17: artifact file "Scripts/tacker_mgmt.py" is not next to Definitions/tacker_df_simple.yaml: Scripts/tacker_mgmt.py at the package's root is read`,
+				`Definitions/tacker_df_simple.yaml:31:5: topology_template.node_templates["VNF"].requirements{0}: requirement "virtual_link_external" left unsatisfied`,
+				`Files/kubernetes/reviews.yaml:1: SubjectAccessReview skipped`,
+				`Files/kubernetes/reviews.yaml:25: TokenReview skipped`,
+				`Files/kubernetes/namespace.yaml:1: Namespace "tacker-cnf" skipped`,
+				`Files/kubernetes/cluster-rbac.yaml:16: ClusterRoleBinding "tacker-node-reader": its subject ServiceAccount "tacker-reader" follows the package's account from namespace "default" to the Service's namespace "telco"`,
+			}},
+		{name: "cnf-tacker-one-file", pkg: "cnf-tacker", request: "cnf-tacker.one-file.json",
+			replicas: map[string]int64{"VDU2": 1}, workloads: map[string]string{"VDU2": "Deployment/vdu2"},
+			warnings: []string{`Definitions/tacker_df_simple.yaml:45: VDU VDU1 is not instantiated: no workload named "vdu1" (its properties.name) in the manifests the request lists (Files/kubernetes/vdu2.yaml)`}},
+		{name: "cnf-tacker-vdumap", pkg: "cnf-tacker", request: "cnf-tacker.vdumap.json",
+			replicas: map[string]int64{"VDU1": 2}, workloads: map[string]string{"VDU1": "Deployment/vdumap-a"},
+			warnings: []string{`Definitions/tacker_df_vdumap.yaml:26:7: topology_template.substitution_mappings.properties["flavour_id"]: flavour_id "vdumap" is not among the valid_values`}},
+		{name: "cnf-tacker-helm-v1", pkg: "cnf-tacker", request: "cnf-tacker.helm-v1.json",
+			replicas: map[string]int64{"VDU1": 2, "VDU2": 3}, level: "instantiation_level_2", aspects: map[string]int64{"vdu1_aspect": 1, "vdu2_aspect": 2},
+			workloads: map[string]string{"VDU1": "Deployment/vdu1-localchart", "VDU2": "Deployment/vdu2-localchart"}},
 	}
 }
 
@@ -190,7 +211,7 @@ func checkCase(t *testing.T, c goldenCase, result *render.Result) {
 	}
 	for _, obj := range result.Objects {
 		_ = obj.DeepCopy() // panics on values that are not JSON data (map[string]string, ...)
-		if obj.GetNamespace() != goldenNamespace {
+		if obj.GetNamespace() != goldenNamespace && !render.IsClusterScoped(obj.GetKind()) {
 			t.Errorf("%s/%s is in namespace %q", obj.GetKind(), obj.GetName(), obj.GetNamespace())
 		}
 	}

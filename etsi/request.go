@@ -30,7 +30,8 @@ type Request struct {
 	// default level.
 	InstantiationLevelID string `json:"instantiationLevelId,omitempty"`
 	// AdditionalParams are free-form; Calaf reads lcm-kubernetes-def-files, namespace,
-	// helm_chart_path, helm_value_names and helm_parameters (docs/etsi.md).
+	// helm_chart_path, helm_value_names and helm_parameters, and Tacker v1's vdu_mapping,
+	// use_helm, using_helm_install_param and helm_replica_values (docs/etsi.md).
 	AdditionalParams map[string]any `json:"additionalParams,omitempty"`
 	// ExtVirtualLinks connect the VNF to networks outside it: not applicable on Kubernetes.
 	ExtVirtualLinks []any `json:"extVirtualLinks,omitempty"`
@@ -118,6 +119,27 @@ type params struct {
 	helmChartPath  string
 	helmValueNames map[string]string // VDU node → values path of its replicas
 	helmParameters map[string]any    // dotted values path → value
+	// Tacker's v1 model: vdu_mapping for manifests and charts; use_helm with its charts.
+	vduMapping        map[string]vduMapping // VDU node → its workload
+	helmInstalls      []helmInstall         // using_helm_install_param, when use_helm
+	helmReplicaValues map[string]string     // aspect → values path of its VDUs' replicas
+}
+
+// vduMapping names the workload of a VDU (Tacker v1's vdu_mapping), instead of its
+// properties.name.
+type vduMapping struct {
+	kind, name string
+	release    string // helmreleasename: the chart the workload comes from
+}
+
+// helmInstall is one chart of Tacker v1's using_helm_install_param.
+type helmInstall struct {
+	index      int
+	release    string
+	chartPath  string   // helmchartfile_path, a chart of the package
+	parameters []string // helmparameter, "key=value" as helm --set reads them
+	// repository, chart and url name a chart of a Helm repository (exthelmchart).
+	repository, chart, url string
 }
 
 // params reads the additionalParams Calaf knows, checking their shapes.
@@ -162,7 +184,113 @@ func (r *Request) params() (*params, error) {
 	if parameters, ok := a["helm_parameters"].(map[string]any); ok {
 		p.helmParameters = parameters
 	}
+	if err := p.readTackerV1(a); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// readTackerV1 reads the additionalParams of Tacker's v1 API: vdu_mapping, and use_helm
+// with using_helm_install_param and helm_replica_values.
+func (p *params) readTackerV1(a map[string]any) error {
+	var err error
+	if p.vduMapping, err = readVduMapping(a["vdu_mapping"]); err != nil {
+		return err
+	}
+	if !isTrue(a["use_helm"]) {
+		return nil
+	}
+	if p.helmInstalls, err = readHelmInstalls(a["using_helm_install_param"]); err != nil {
+		return err
+	}
+	p.helmReplicaValues = map[string]string{}
+	values, isMap := a["helm_replica_values"].(map[string]any)
+	if raw, given := a["helm_replica_values"]; given && !isMap {
+		return fmt.Errorf("additionalParams.helm_replica_values is %T, not a map of aspect to values key", raw)
+	}
+	for aspect, key := range values {
+		s, ok := key.(string)
+		if !ok || s == "" {
+			return fmt.Errorf("additionalParams.helm_replica_values.%s is %T, not a values key", aspect, key)
+		}
+		p.helmReplicaValues[aspect] = s
+	}
+	return nil
+}
+
+// readVduMapping reads vdu_mapping: {VDU: {kind, name, helmreleasename}}.
+func readVduMapping(raw any) (map[string]vduMapping, error) {
+	mapping := map[string]vduMapping{}
+	if raw == nil {
+		return mapping, nil
+	}
+	entries, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("additionalParams.vdu_mapping is %T, not a map of VDU to its workload", raw)
+	}
+	for vdu, v := range entries {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		kind, _ := m["kind"].(string)
+		release, _ := m["helmreleasename"].(string)
+		if name == "" {
+			return nil, fmt.Errorf("additionalParams.vdu_mapping.%s needs the name of the VDU's workload", vdu)
+		}
+		mapping[vdu] = vduMapping{kind: kind, name: name, release: release}
+	}
+	return mapping, nil
+}
+
+// readHelmInstalls reads using_helm_install_param: a chart of the package
+// (helmchartfile_path) or of a repository (exthelmchart "true"), each a release.
+func readHelmInstalls(raw any) ([]helmInstall, error) {
+	list, ok := raw.([]any)
+	if !ok || len(list) == 0 {
+		return nil, fmt.Errorf("additionalParams.use_helm is true, but using_helm_install_param is not a list of charts to install")
+	}
+	installs := make([]helmInstall, 0, len(list))
+	for i, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("additionalParams.using_helm_install_param[%d] is %T, not a map", i, item)
+		}
+		in := helmInstall{index: i}
+		in.release, _ = m["helmreleasename"].(string)
+		in.chartPath, _ = m["helmchartfile_path"].(string)
+		in.repository, _ = m["helmrepositoryname"].(string)
+		in.chart, _ = m["helmchartname"].(string)
+		in.url, _ = m["exthelmrepo_url"].(string)
+		if in.release == "" {
+			return nil, fmt.Errorf("additionalParams.using_helm_install_param[%d] needs a helmreleasename", i)
+		}
+		if !isTrue(m["exthelmchart"]) && in.chartPath == "" {
+			return nil, fmt.Errorf("additionalParams.using_helm_install_param[%d] needs a helmchartfile_path (the chart in the package)", i)
+		}
+		if isTrue(m["exthelmchart"]) {
+			in.chartPath = ""
+		}
+		parameters, _ := m["helmparameter"].([]any)
+		for j, p := range parameters {
+			s, ok := p.(string)
+			if !ok || !strings.Contains(s, "=") {
+				return nil, fmt.Errorf("additionalParams.using_helm_install_param[%d].helmparameter[%d] is not a \"key=value\" string", i, j)
+			}
+			in.parameters = append(in.parameters, s)
+		}
+		installs = append(installs, in)
+	}
+	return installs, nil
+}
+
+// isTrue reads Tacker's flags, which are strings ("true") as often as booleans.
+func isTrue(v any) bool {
+	switch v := v.(type) {
+	case bool:
+		return v
+	case string:
+		return strings.EqualFold(v, "true")
+	}
+	return false
 }
 
 // stripTrailingCommas removes the commas that end a JSON object or array (",}" ",]"),

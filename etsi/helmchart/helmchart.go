@@ -19,6 +19,9 @@ import (
 // maxRenderedBytes bounds what a chart's templates render.
 const maxRenderedBytes = 16 << 20
 
+// notesFile ends the name of a chart's notes template: helm prints it, it is no object.
+const notesFile = "NOTES.txt"
+
 // Engine is the Helm SDK's template engine.
 type Engine struct{}
 
@@ -36,6 +39,11 @@ func (Engine) Render(ctx context.Context, req chart.Request) (*chart.Rendered, e
 	rendered, err := renderTemplates(ctx, ch, req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ch.Name(), err)
+	}
+	for name := range rendered {
+		if strings.HasSuffix(name, notesFile) { // a chart's notes are text for its user, as with helm
+			delete(rendered, name)
+		}
 	}
 	hooks, manifests, err := releaseutil.SortManifests(rendered, chartutil.DefaultCapabilities.APIVersions, releaseutil.InstallOrder)
 	if err != nil {

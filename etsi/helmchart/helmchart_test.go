@@ -55,3 +55,18 @@ func TestRenderOrdersManifestsAndHooks(t *testing.T) {
 		t.Errorf("test hook not marked: %+v", h)
 	}
 }
+
+// A chart's NOTES.txt, text helm prints for its user, is no manifest.
+func TestNotesAreNoManifest(t *testing.T) {
+	rendered, err := Engine{}.Render(context.Background(), chart.Request{Files: []chart.File{
+		{Name: "Chart.yaml", Data: []byte("apiVersion: v2\nname: c\nversion: 1.0.0\n")},
+		{Name: "templates/NOTES.txt", Data: []byte("1. Get the application URL of {{ .Release.Name }} by running these commands:\n")},
+		{Name: "templates/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: { name: cm }\n")},
+	}, Release: "rel", Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rendered.Manifests) != 1 || !strings.HasSuffix(rendered.Manifests[0].Name, "cm.yaml") {
+		t.Errorf("manifests %+v, want cm.yaml alone", rendered.Manifests)
+	}
+}
