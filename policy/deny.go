@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,7 +20,8 @@ var deniedGroups = map[string]string{
 	"storagemigration.k8s.io":      "the API server's own state",
 }
 
-// deniedKinds are kinds of other groups no package may render, and why.
+// deniedKinds are kinds of other groups no package may render, and why; RBAC that grants
+// cluster roles only without the admin's trust (clusterRBAC).
 var deniedKinds = map[string]string{
 	"ClusterRole.rbac.authorization.k8s.io":        "RBAC that grants cluster roles",
 	"ClusterRoleBinding.rbac.authorization.k8s.io": "RBAC that grants cluster roles",
@@ -56,4 +58,43 @@ func denied(obj *unstructured.Unstructured) string {
 		}
 	}
 	return ""
+}
+
+// grantsClusterRole tells whether an object is RBAC that grants cluster roles: a
+// ClusterRole, a ClusterRoleBinding, or a RoleBinding to a ClusterRole.
+func grantsClusterRole(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	if gvk.Group != "rbac.authorization.k8s.io" {
+		return false
+	}
+	switch gvk.Kind {
+	case "ClusterRole", "ClusterRoleBinding":
+		return true
+	case "RoleBinding":
+		kind, _, _ := unstructured.NestedString(obj.Object, "roleRef", "kind")
+		return kind != "Role"
+	}
+	return false
+}
+
+// trustsClusterRBAC tells whether the admin trusts a target with RBAC that grants cluster
+// roles: every package of its namespace (namespaces.<ns>.clusterRBAC), or the packages of
+// its verified signer (signers[].clusterRBAC, within their namespaces when listed). The
+// API server still checks that the identity applying them holds what they grant.
+func (p *Policy) trustsClusterRBAC(target Target) bool {
+	if p.Namespaces[target.Namespace].ClusterRBAC {
+		return true
+	}
+	if target.Signer == nil {
+		return false
+	}
+	for _, s := range p.Signers {
+		if !s.ClusterRBAC || s.Subject != target.Signer.Subject || s.Issuer != "" && s.Issuer != target.Signer.Issuer {
+			continue
+		}
+		if len(s.Namespaces) == 0 || slices.Contains(s.Namespaces, target.Namespace) {
+			return true
+		}
+	}
+	return false
 }

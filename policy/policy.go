@@ -48,9 +48,38 @@ type Policy struct {
 	// for them.
 	Namespaces map[string]Exceptions `json:"namespaces,omitempty"`
 	PodRules
+	// Signers lift rules for the packages signed by a certificate (SOL004) whose signature
+	// verified against the operator's trust anchors.
+	Signers []SignerExceptions `json:"signers,omitempty"`
 }
 
-// Exceptions are what the pods of a namespace's Services may do that others may not.
+// SignerExceptions are what the packages signed by a certificate may render that others
+// may not.
+type SignerExceptions struct {
+	// Subject and, when set, Issuer identify the signing certificate: distinguished names
+	// as the Service's status.package.signer shows them ("CN=...,O=...").
+	Subject string `json:"subject"`
+	Issuer  string `json:"issuer,omitempty"`
+	// Namespaces, when set, are the only namespaces whose Services get the exceptions.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// ClusterRBAC allows ClusterRoles, ClusterRoleBindings and RoleBindings to
+	// ClusterRoles.
+	ClusterRBAC bool `json:"clusterRBAC,omitempty"`
+}
+
+// Target is what a render is checked for: the Service's namespace and, when its package's
+// signature verified, the certificate that signed it.
+type Target struct {
+	Namespace string
+	Signer    *Signer
+}
+
+// Signer identifies the certificate that signed a package whose signature verified.
+type Signer struct {
+	Subject, Issuer string
+}
+
+// Exceptions are what the Services of a namespace may render that others may not.
 type Exceptions struct {
 	// Privileged allows privileged containers, added capabilities beyond Kubernetes'
 	// baseline and an unmasked /proc (it lifts these checks of the Pod Security levels).
@@ -64,6 +93,9 @@ type Exceptions struct {
 	ExternalIPs bool `json:"externalIPs,omitempty"`
 	// PodSecurity is the namespace's Pod Security level (PodRules.PodSecurity).
 	PodSecurity string `json:"podSecurity,omitempty"`
+	// ClusterRBAC allows ClusterRoles, ClusterRoleBindings and RoleBindings to
+	// ClusterRoles, whatever the package and clusterScoped.
+	ClusterRBAC bool `json:"clusterRBAC,omitempty"`
 }
 
 // Load reads a policy file (YAML or JSON); unknown fields are errors.
@@ -83,6 +115,11 @@ func Parse(name string, data []byte) (*Policy, error) {
 	}
 	if p.Kind != Kind || p.APIVersion != APIVersion {
 		return nil, fmt.Errorf("render policy %s: kind %q, apiVersion %q: want kind %s, apiVersion %s", name, p.Kind, p.APIVersion, Kind, APIVersion)
+	}
+	for i, signer := range p.Signers {
+		if strings.TrimSpace(signer.Subject) == "" {
+			return nil, fmt.Errorf("render policy %s: signers[%d] needs the subject of the signing certificate", name, i)
+		}
 	}
 	for _, kind := range append(append([]string{}, p.AllowedKinds...), p.DeniedKinds...) {
 		if kind == "" || strings.ContainsAny(kind, " /") {
@@ -117,16 +154,22 @@ func (e *Error) Error() string { return e.Unwrap().Error() }
 // Unwrap returns the refusals as a package problem.
 func (e *Error) Unwrap() error { return &tosca.InvalidError{Diagnostics: e.Diagnostics} }
 
-// Check checks every object of a render for a Service in namespace; entry locates the
-// diagnostics. It returns an *Error listing each refusal, nil when the policy admits all.
+// Check checks every object of a render for a Service in namespace whose package has no
+// verified signer; entry locates the diagnostics. It returns an *Error listing each
+// refusal, nil when the policy admits all.
 func (p *Policy) Check(entry, namespace string, nodes []*render.Node, scope Namespaced) error {
+	return p.CheckTarget(entry, Target{Namespace: namespace}, nodes, scope)
+}
+
+// CheckTarget is Check for a target: the namespace and the package's verified signer.
+func (p *Policy) CheckTarget(entry string, target Target, nodes []*render.Node, scope Namespaced) error {
 	if p == nil {
 		p = &Policy{}
 	}
 	var diags []tosca.Diagnostic
 	for _, node := range nodes {
 		for _, obj := range node.Objects {
-			for _, refusal := range p.refusals(obj, namespace, scope) {
+			for _, refusal := range p.refusals(obj, target, scope) {
 				diags = append(diags, tosca.Diagnostic{File: entry, Message: fmt.Sprintf("node %q: %s %q: refused by the render policy: %s", node.Name, obj.GetKind(), obj.GetName(), refusal)})
 			}
 		}
@@ -138,9 +181,10 @@ func (p *Policy) Check(entry, namespace string, nodes []*render.Node, scope Name
 }
 
 // refusals says why the policy refuses an object; none when it admits it.
-func (p *Policy) refusals(obj *unstructured.Unstructured, namespace string, scope Namespaced) []string {
+func (p *Policy) refusals(obj *unstructured.Unstructured, target Target, scope Namespaced) []string {
 	gvk := obj.GroupVersionKind()
-	if reason := denied(obj); reason != "" {
+	trusted := grantsClusterRole(obj) && p.trustsClusterRBAC(target)
+	if reason := denied(obj); reason != "" && !trusted {
 		return []string{reason}
 	}
 	name := kindName(gvk.GroupKind())
@@ -154,10 +198,10 @@ func (p *Policy) refusals(obj *unstructured.Unstructured, namespace string, scop
 	if !known {
 		namespaced, _ = Offline(gvk)
 	}
-	if !namespaced && !p.ClusterScoped {
+	if !namespaced && !p.ClusterScoped && !trusted {
 		return []string{"cluster-scoped objects are not allowed (clusterScoped: false)"}
 	}
-	return p.podRefusals(obj, namespace)
+	return p.podRefusals(obj, target.Namespace)
 }
 
 // kindName spells a kind as the policy does: "Kind" or "Kind.group".

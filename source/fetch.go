@@ -39,6 +39,10 @@ type Artifact struct {
 	// Archive is the archive the package came in (its SHA-256 and size); nil for a package
 	// that came as files (git).
 	Archive *Archive
+	// OperatorAnchored tells that the signature verified with a chain ending at one of the
+	// operator's own trust anchors, not at anchors a Service named (spec.verify.anchors):
+	// only such a signer can be trusted by the cluster admin's render policy.
+	OperatorAnchored bool
 }
 
 // Error is a failed fetch. Transient errors (network, server, missing object) are retried

@@ -48,7 +48,21 @@ func (f *Fetcher) verify(ctx context.Context, svc *v1alpha1.Service, artifact *A
 		return &Error{Reason: v1alpha1.ReasonIntegrityFailed, Err: fmt.Errorf("revision %s: package signature: %w", artifact.Revision, err)}
 	}
 	artifact.Verification, artifact.Signer = verificationStatus(verdict)
+	artifact.OperatorAnchored = verdict.Verified && verdict.Signer != nil && f.isOperatorAnchor(verdict.Signer.AnchorCert)
 	return nil
+}
+
+// isOperatorAnchor tells whether a certificate is one of the operator's trust anchors.
+func (f *Fetcher) isOperatorAnchor(cert *x509.Certificate) bool {
+	if cert == nil {
+		return false
+	}
+	for _, anchor := range f.Verify.Anchors {
+		if anchor.Equal(cert) {
+			return true
+		}
+	}
+	return false
 }
 
 // policy combines the operator's defaults with the Service's spec.verify: the stricter

@@ -358,7 +358,7 @@ func (check validation) run(ctx context.Context, pkg *tosca.Package, service, na
 	if err != nil {
 		return err
 	}
-	if err := check.policy.check(compiled, namespace, result); err != nil {
+	if err := check.policy.check(compiled, namespace, nil, result); err != nil {
 		return err
 	}
 	writeWarnings(check.warnings, result.Warnings)

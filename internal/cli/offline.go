@@ -121,7 +121,7 @@ func (f *packageFlags) render(ctx context.Context, c *compiled, w io.Writer) (*r
 	if err != nil {
 		return nil, err
 	}
-	if err := f.policy.check(c.compiled, f.namespace, result); err != nil {
+	if err := f.policy.check(c.compiled, f.namespace, c.signature, result); err != nil {
 		return nil, err
 	}
 	writeWarnings(w, result.Warnings)

@@ -6,6 +6,7 @@ import (
 	"calaf.io/calaf/policy"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
+	"calaf.io/calaf/tosca/sol004"
 )
 
 // renderPolicy is the render policy an offline command checks its render against, as the
@@ -38,8 +39,9 @@ func (p *renderPolicy) load() (*policy.Policy, error) {
 	return rules, nil
 }
 
-// check refuses what the policy refuses of a render for a Service in namespace.
-func (p *renderPolicy) check(compiled *tosca.Compiled, namespace string, result *render.Result) error {
+// check refuses what the policy refuses of a render for a Service in namespace, whose
+// package's signature, when verified (validate --anchors), was made by signer.
+func (p *renderPolicy) check(compiled *tosca.Compiled, namespace string, signer *sol004.Verdict, result *render.Result) error {
 	rules, err := p.load()
 	if err != nil {
 		return err
@@ -48,5 +50,13 @@ func (p *renderPolicy) check(compiled *tosca.Compiled, namespace string, result 
 	if vnfd := compiled.VNFD(); vnfd != nil {
 		entry = vnfd.FlavourFile
 	}
-	return rules.Check(entry, namespace, result.Nodes, policy.Offline)
+	return rules.CheckTarget(entry, policy.Target{Namespace: namespace, Signer: verifiedSigner(signer)}, result.Nodes, policy.Offline)
+}
+
+// verifiedSigner is the signer of a package whose signature verified, for the policy.
+func verifiedSigner(v *sol004.Verdict) *policy.Signer {
+	if v == nil || !v.Verified || v.Signer == nil {
+		return nil
+	}
+	return &policy.Signer{Subject: v.Signer.Subject, Issuer: v.Signer.Issuer}
 }

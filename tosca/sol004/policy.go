@@ -62,8 +62,9 @@ type Signer struct {
 	Issuer   string
 	Serial   string
 	NotAfter time.Time
-	// Anchor is the subject of the trust anchor its chain ends at.
-	Anchor string
+	// Anchor is the subject of the trust anchor its chain ends at; AnchorCert that anchor.
+	Anchor     string
+	AnchorCert *x509.Certificate
 }
 
 // Verdict is the outcome of Check.
@@ -167,7 +168,7 @@ func (p Policy) verify(sig *Signature) (*Signer, string) {
 	chain := chains[0]
 	return &Signer{
 		Subject: leaf.Subject.String(), Issuer: leaf.Issuer.String(), Serial: serial(leaf.SerialNumber),
-		NotAfter: leaf.NotAfter.UTC(), Anchor: chain[len(chain)-1].Subject.String(),
+		NotAfter: leaf.NotAfter.UTC(), Anchor: chain[len(chain)-1].Subject.String(), AnchorCert: chain[len(chain)-1],
 	}, ""
 }
 
