@@ -121,7 +121,7 @@ var watchedKinds = []schema.GroupVersionKind{
 // SetupWithManager registers the reconciler and its watches: Services, and every object
 // carrying a Service's labels (a change to one reconciles its Service).
 func (r *ServiceReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
-	r.poller = polling.NewStatusPoller(mgr.GetClient(), mgr.GetRESTMapper(), polling.Options{})
+	r.poller = polling.NewStatusPoller(pollerReader{mgr.GetClient()}, mgr.GetRESTMapper(), polling.Options{})
 	if r.ProgressInterval <= 0 {
 		r.ProgressInterval = 5 * time.Second
 	}
