@@ -245,7 +245,7 @@ func (p *Package) VerifyIntegrity(opts IntegrityOptions) (*IntegrityReport, erro
 	}
 	report.Signed = report.Signed || len(manifest.Signature) > 0
 	if len(c.problems) > 0 {
-		return report, &IntegrityError{Diagnostics: c.problems}
+		return report, &IntegrityError{Diagnostics: withDigestHint(manifestPath, c.problems)}
 	}
 	return report, nil
 }

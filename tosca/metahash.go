@@ -87,14 +87,28 @@ func (p *Package) verifyMetaDigests() ([]string, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return nil, &IntegrityError{Diagnostics: problems}
+		return nil, &IntegrityError{Diagnostics: withDigestHint(MetaPath, problems)}
 	}
 	return verified, nil
 }
 
+// withDigestHint ends the problems of a listing with what rewrites stale digests, when
+// some digest does not match its file.
+func withDigestHint(file string, problems []Diagnostic) []Diagnostic {
+	for _, d := range problems {
+		if strings.Contains(d.Message, " mismatch: ") {
+			return append(problems, Diagnostic{File: file, Message: digestHint})
+		}
+	}
+	return problems
+}
+
 // checkMetaEntry verifies one block; it returns the file it verified ("" when the block
-// gives no digest) or what is wrong.
+// gives no digest, or names an artifact outside the package by URI) or what is wrong.
 func (p *Package) checkMetaEntry(entry MetaEntry) (string, string) {
+	if strings.Contains(entry.Name, "://") {
+		return "", "" // an artifact outside the package (Tacker's external artifacts): not checked here
+	}
 	clean, err := cleanRelative(entry.Name)
 	if err != nil {
 		return "", fmt.Sprintf("Name %q: %v", entry.Name, err)

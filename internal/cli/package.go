@@ -20,9 +20,9 @@ import (
 func newPackageCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "package",
-		Short: "Pack, sign, verify or lock a package, or push it to an OCI registry",
+		Short: "Pack, sign, verify or lock a package, rewrite its digests, or push it to an OCI registry",
 	}
-	cmd.AddCommand(newPackCommand(), newPushCommand(), newSignCommand(), newVerifyCommand(), newPackageLockCommand())
+	cmd.AddCommand(newPackCommand(), newPushCommand(), newSignCommand(), newVerifyCommand(), newPackageLockCommand(), newDigestCommand())
 	return cmd
 }
 
