@@ -71,7 +71,7 @@ func TestClusterRBACTrust(t *testing.T) {
 		{"trust lifts no other denied kind", Target{Namespace: "trusted", Signer: vendor}, obj("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "hook", nil), "is on the denylist (admission webhooks and policies)"},
 		{"trust lifts no token Secret", Target{Namespace: "trusted", Signer: vendor}, obj("v1", "Secret", "t", map[string]any{"type": "kubernetes.io/service-account-token"}), "service-account-token is on the denylist"},
 		{"trust lifts no other cluster-scoped object", Target{Namespace: "trusted", Signer: vendor}, obj("v1", "Namespace", "other", nil), "cluster-scoped objects are not allowed"},
-		{"trust lifts no pod rule", Target{Namespace: "trusted", Signer: vendor}, pod(map[string]any{"hostNetwork": true}, nil), "host namespaces are not allowed"},
+		{"trust lifts no pod rule", Target{Namespace: "trusted", Signer: vendor}, pod(map[string]any{"hostNetwork": true}, nil), "host namespaces (hostNetwork=true)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
