@@ -286,9 +286,10 @@ func (m *mapper) bindVDUs(context.Context) error {
 	return nil
 }
 
-// missingWorkload words a VDU without a workload. When the request lists the manifests,
-// the VDUs none of them realizes are not instantiated, as Tacker does: a warning, refused
-// under strict. Otherwise (or with strict) it is an error.
+// missingWorkload words a VDU without a workload. When the request lists the manifests
+// (or the charts, Tacker v1's using_helm_install_param), the VDUs none of them realizes
+// are not instantiated, as Tacker does: a warning, refused under strict. Otherwise (or
+// with strict) it is an error.
 func (m *mapper) missingWorkload(n *Node, name string, mapping vduMapping) (tosca.Diagnostic, bool) {
 	looked := fmt.Sprintf("Deployment, StatefulSet, ReplicaSet, DaemonSet or Pod named %q (its properties.name)", name)
 	if mapping.name != "" {
@@ -297,8 +298,8 @@ func (m *mapper) missingWorkload(n *Node, name string, mapping vduMapping) (tosc
 			looked = fmt.Sprintf("%s %q (additionalParams.vdu_mapping)", mapping.kind, mapping.name)
 		}
 	}
-	if len(m.params.defFiles) > 0 && mapping.name == "" {
-		d := m.nodeDiagnostic(n.Name, fmt.Sprintf("VDU %s is not instantiated: no workload named %q (its properties.name) in the manifests the request lists (%s)", n.Name, name, strings.Join(m.params.defFiles, ", ")))
+	if listed := m.requestedSources(); listed != "" && mapping.name == "" {
+		d := m.nodeDiagnostic(n.Name, fmt.Sprintf("VDU %s is not instantiated: no workload named %q (its properties.name) in %s", n.Name, name, listed))
 		if !m.in.VNFD.Strict {
 			m.warnings = append(m.warnings, d)
 			return d, false
@@ -307,6 +308,22 @@ func (m *mapper) missingWorkload(n *Node, name string, mapping vduMapping) (tosc
 		return d, true
 	}
 	return m.nodeDiagnostic(n.Name, fmt.Sprintf("VDU %s: no %s in %s", n.Name, looked, m.sources())), true
+}
+
+// requestedSources names what the request lists to instantiate: its manifests, or its
+// Tacker v1 charts; "" when it lists neither.
+func (m *mapper) requestedSources() string {
+	switch {
+	case len(m.params.defFiles) > 0:
+		return "the manifests the request lists (" + strings.Join(m.params.defFiles, ", ") + ")"
+	case len(m.params.helmInstalls) > 0:
+		var releases []string
+		for _, install := range m.params.helmInstalls {
+			releases = append(releases, install.release)
+		}
+		return "the charts the request installs (releases " + strings.Join(releases, ", ") + ")"
+	}
+	return ""
 }
 
 // findWorkload returns the workload a VDU maps to: the one vdu_mapping names (kind and

@@ -130,6 +130,7 @@ func goldenCases() []goldenCase {
 				`Files/kubernetes/reviews.yaml:25: TokenReview skipped`,
 				`Files/kubernetes/namespace.yaml:1: Namespace "tacker-cnf" skipped`,
 				`Files/kubernetes/cluster-rbac.yaml:16: ClusterRoleBinding "tacker-node-reader": its subject ServiceAccount "tacker-reader" follows the package's account from namespace "default" to the Service's namespace "telco"`,
+				`Definitions/tacker_df_simple.yaml:31: Vnflcm.instantiate_end of VNF is implemented by Scripts/tacker_mgmt.py, a Python script (Tacker's management driver): Calaf runs no Python, the hook is not run`,
 			}},
 		{name: "cnf-tacker-one-file", pkg: "cnf-tacker", request: "cnf-tacker.one-file.json",
 			replicas: map[string]int64{"VDU2": 1}, workloads: map[string]string{"VDU2": "Deployment/vdu2"},
@@ -140,6 +141,9 @@ func goldenCases() []goldenCase {
 		{name: "cnf-tacker-helm-v1", pkg: "cnf-tacker", request: "cnf-tacker.helm-v1.json",
 			replicas: map[string]int64{"VDU1": 2, "VDU2": 3}, level: "instantiation_level_2", aspects: map[string]int64{"vdu1_aspect": 1, "vdu2_aspect": 2},
 			workloads: map[string]string{"VDU1": "Deployment/vdu1-localchart", "VDU2": "Deployment/vdu2-localchart"}},
+		{name: "cnf-tacker-helm-v1-one", pkg: "cnf-tacker", request: "cnf-tacker.helm-v1-one.json",
+			replicas: map[string]int64{"VDU1": 1}, workloads: map[string]string{"VDU1": "Deployment/vdu1-localchart"},
+			warnings: []string{`Definitions/tacker_df_helmchart.yaml:45: VDU VDU2 is not instantiated: no workload named "VDU2" (its properties.name) in the charts the request installs (releases vdu1)`}},
 	}
 }
 
@@ -207,6 +211,13 @@ func checkCase(t *testing.T, c goldenCase, result *render.Result) {
 	for _, want := range c.warnings {
 		if !strings.Contains(text, want) {
 			t.Errorf("no warning %q in:\n%s", want, text)
+		}
+	}
+	for _, node := range result.Nodes {
+		for _, op := range node.Operations {
+			if _, artifact, ok := node.Artifact(op.Implementation); ok && strings.HasSuffix(artifact.File, ".py") && render.IsHook(op) {
+				t.Errorf("node %s keeps hook %s, implemented by the Python script %s", node.Name, op.QualifiedName(), artifact.File)
+			}
 		}
 	}
 	for _, obj := range result.Objects {

@@ -2,7 +2,8 @@
 // with the operator's flags or a file (never by a package). It names the kinds packages
 // may render, allows cluster-scoped objects or not (not, by default), keeps a denylist no
 // policy lifts — Calaf's own kinds and state, admission webhooks and policies, CRDs, API
-// services, RBAC that grants cluster roles, certificates, service account tokens — and
+// services, certificates, service account tokens —, refuses RBAC that grants cluster roles
+// unless it trusts a namespace or a package's SOL004 signer with it, and
 // refuses pods that do not meet the namespace's level of Kubernetes' Pod Security
 // Standards (baseline by default), and Services with external IPs, unless the policy
 // allows them for the Service's namespace. The operator checks every render against it before any request

@@ -52,8 +52,42 @@ func mapVNF(ctx context.Context, compiled *tosca.Compiled, raw map[string]any, r
 		}
 	}
 	result.VNF = &out.VNF
+	result.Warnings = append(result.Warnings, dropPythonHooks(vnfd, result)...)
 	moveVNFHooks(result)
 	return collectObjects(result)
+}
+
+// isPython tells whether an artifact is a Python script (tosca.artifacts.Implementation.Python,
+// tosca::Implementation.Python as Puccini names it): the management drivers of Tacker's
+// packages.
+func isPython(a Artifact) bool {
+	for _, t := range append([]string{a.Type}, a.Types...) {
+		if t == "tosca.artifacts.Implementation.Python" || t == "tosca::Implementation.Python" {
+			return true
+		}
+	}
+	return false
+}
+
+// dropPythonHooks takes out the lifecycle hooks implemented by Python scripts (Tacker's
+// management drivers, run by Tacker itself): Calaf runs JavaScript and shell artifacts
+// only, and an occurrence must not fail for a hook it could never run. Each is said.
+func dropPythonHooks(vnfd *tosca.VNFD, result *Result) []tosca.Diagnostic {
+	var warnings []tosca.Diagnostic
+	for _, node := range result.Nodes {
+		var kept []Operation
+		for _, op := range node.Operations {
+			_, artifact, found := node.Artifact(op.Implementation)
+			if IsHook(op) && found && isPython(artifact) {
+				warnings = append(warnings, tosca.Diagnostic{File: vnfd.FlavourFile, Line: vnfd.NodeLines[node.Name], Message: fmt.Sprintf(
+					"%s of %s is implemented by %s, a Python script (Tacker's management driver): Calaf runs no Python, the hook is not run", op.QualifiedName(), node.Name, artifact.File)})
+				continue
+			}
+			kept = append(kept, op)
+		}
+		node.Operations = kept
+	}
+	return warnings
 }
 
 // moveVNFHooks hands the hooks of the VNF node (its Vnflcm operations, and the artifacts
