@@ -20,6 +20,9 @@ import (
 // maxRequestBytes bounds an instantiate request file.
 const maxRequestBytes = 1 << 20
 
+// maxReleaseName is the longest Helm release name (Helm's own bound).
+const maxReleaseName = 53
+
 // Request is a SOL003 InstantiateVnfRequest as Calaf reads it. Members Calaf has no use
 // for on Kubernetes (vimConnectionInfo, localizationLanguage, ...) are accepted and
 // ignored; extVirtualLinks are ignored with a warning.
@@ -260,8 +263,8 @@ func readHelmInstalls(raw any) ([]helmInstall, error) {
 		in.repository, _ = m["helmrepositoryname"].(string)
 		in.chart, _ = m["helmchartname"].(string)
 		in.url, _ = m["exthelmrepo_url"].(string)
-		if in.release == "" {
-			return nil, fmt.Errorf("additionalParams.using_helm_install_param[%d] needs a helmreleasename", i)
+		if !isDNSLabel(in.release) || len(in.release) > maxReleaseName {
+			return nil, fmt.Errorf("additionalParams.using_helm_install_param[%d].helmreleasename %q is not a Helm release name (a DNS label of at most %d characters)", i, in.release, maxReleaseName)
 		}
 		if !isTrue(m["exthelmchart"]) && in.chartPath == "" {
 			return nil, fmt.Errorf("additionalParams.using_helm_install_param[%d] needs a helmchartfile_path (the chart in the package)", i)

@@ -65,6 +65,8 @@ func tackerCases() []etsiCase {
 			want: []string{"request.yaml: additionalParams.use_helm is true, but using_helm_install_param is not a list of charts to install"}},
 		{name: "a helmparameter that is no key=value (Tacker v1)", pkg: "cnf-tacker", request: helmV1(strings.Replace(tackerLocal, `"service.port=8081"`, `"service.port"`, 1), `{}`),
 			want: []string{`additionalParams.using_helm_install_param[0].helmparameter[0] is not a "key=value" string`}},
+		{name: "a release name that is no DNS label (Tacker v1)", pkg: "cnf-tacker", request: helmV1(strings.Replace(tackerLocal, `"helmreleasename": "vdu1"`, `"helmreleasename": "../VDU 1"`, 1), `{}`),
+			want: []string{`additionalParams.using_helm_install_param[0].helmreleasename "../VDU 1" is not a Helm release name (a DNS label of at most 53 characters)`}},
 		{name: "a local chart without helmchartfile_path (Tacker v1)", pkg: "cnf-tacker", request: helmV1(`{ "exthelmchart": "false", "helmreleasename": "vdu1" }`, `{}`),
 			want: []string{"additionalParams.using_helm_install_param[0] needs a helmchartfile_path (the chart in the package)"}},
 		{name: "helm_replica_values that are no map (Tacker v1)", pkg: "cnf-tacker", request: helmV1(tackerLocal, `[ "replicaCount" ]`),
