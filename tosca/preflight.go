@@ -25,8 +25,8 @@ var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 // declared repository. Malformed YAML (including alias bombs) is reported here with its
 // line. allowedImports holds the URLs of embedded profiles that may be imported by name;
 // mapped maps the URL imports of ETSI type files to the package's copies, walked instead.
-func (p *Package) preflight(allowedImports map[string]bool, mapped map[string]string) error {
-	f := &flight{pkg: p, allowed: allowedImports, mapped: mapped, state: map[string]int{}, imported: map[string]bool{}}
+func (p *Package) preflight(allowedImports map[string]bool, mapped map[string]string, rootArtifacts bool) error {
+	f := &flight{pkg: p, allowed: allowedImports, mapped: mapped, rootArtifacts: rootArtifacts, state: map[string]int{}, imported: map[string]bool{}}
 	f.visit(p.Entry)
 	if len(f.diags) > 0 {
 		return &InvalidError{Diagnostics: f.diags}
@@ -46,6 +46,9 @@ type flight struct {
 	// imported marks the imports by reference walked already; nil in the walk of an
 	// imported profile, which may not import others by reference.
 	imported map[string]bool
+	// rootArtifacts lets an artifact file missing next to its template be at the
+	// package's root (an ETSI package: Tacker's convention, see rootArtifacts).
+	rootArtifacts bool
 }
 
 func (f *flight) report(file string, n *yaml.Node, format string, args ...any) {
@@ -126,7 +129,7 @@ func (f *flight) visit(file string) {
 		switch {
 		case err != nil:
 			f.report(file, artifact, "artifact file %s: %v", Echo(artifact.Value), err)
-		case !p.has(rel):
+		case !p.has(rel) && !(f.rootArtifacts && p.hasAtRoot(artifact.Value)):
 			f.report(file, artifact, "artifact file %s: %s is not a file of the package", Echo(artifact.Value), Echo(rel))
 		}
 	}
@@ -146,6 +149,12 @@ func (f *flight) visitImport(imp *Import) {
 		d.File = imp.URL + "!" + d.File
 		f.diags = append(f.diags, d)
 	}
+}
+
+// hasAtRoot tells whether a reference names a file from the package's root.
+func (p *Package) hasAtRoot(ref string) bool {
+	root, err := cleanRelative(ref)
+	return err == nil && p.has(root)
 }
 
 // References returns the package paths a file refers to — its imports, scriptlet imports

@@ -287,10 +287,10 @@ func (p *Package) rootArtifacts(entry string, strict bool, mapped map[string]str
 				ambiguous[ref] = true // it names a file next to one template: map it nowhere
 				continue
 			}
-			root, err := cleanRelative(ref)
-			if err != nil || !p.has(root) {
+			if !p.hasAtRoot(ref) {
 				continue // Puccini reports the missing file
 			}
+			root, _ := cleanRelative(ref)
 			d := Diagnostic{File: file, Line: artifact.Line, Column: artifact.Column}
 			if strict {
 				d.Message = fmt.Sprintf("artifact file %q is not next to %s; %s at the package's root would be read (Tacker's convention)%s", ref, file, root, strictHint)

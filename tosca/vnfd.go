@@ -188,7 +188,7 @@ func (p *Package) checkImports(strict bool) (*etsiImportResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.preflight(allowed, etsi.mapped); err != nil {
+	if err := p.preflight(allowed, etsi.mapped, etsi.etsi); err != nil {
 		return nil, err
 	}
 	return etsi, nil

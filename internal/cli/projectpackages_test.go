@@ -62,6 +62,12 @@ func projectPackages(t *testing.T) map[string][]string {
 // packageInputs are the inputs of the project's packages that require some.
 var packageInputs = map[string][]string{"../../test/bench/fleet/package": {"-i", "app=fleet-1"}}
 
+// requestArgs are the flags the requests of the project's packages need: the render policy
+// of an admin who trusts cluster RBAC, for the request that deploys some.
+var requestArgs = map[string][]string{
+	"../../test/etsi/cnf-tacker.all-kinds.json": {"--policy", "../../test/etsi/policies/trust-cluster-rbac.yaml"},
+}
+
 // TestProjectPackagesSpeakClearly runs calaf validate on every package of the project's
 // own under test/ and examples/ (with each of its instantiate requests): each is valid, and
 // no line of what calaf says about it is longer than 500 characters or shows Go's
@@ -81,7 +87,7 @@ func TestProjectPackagesSpeakClearly(t *testing.T) {
 		if requests := packages[root]; len(requests) > 0 {
 			runs = nil
 			for _, request := range requests {
-				runs = append(runs, []string{root, "--instantiate", request})
+				runs = append(runs, append([]string{root, "--instantiate", request}, requestArgs[request]...))
 			}
 		}
 		for _, args := range runs {

@@ -70,7 +70,7 @@ func tackerCases() []etsiCase {
 		{name: "a local chart without helmchartfile_path (Tacker v1)", pkg: "cnf-tacker", request: helmV1(`{ "exthelmchart": "false", "helmreleasename": "vdu1" }`, `{}`),
 			want: []string{"additionalParams.using_helm_install_param[0] needs a helmchartfile_path (the chart in the package)"}},
 		{name: "helm_replica_values that are no map (Tacker v1)", pkg: "cnf-tacker", request: helmV1(tackerLocal, `[ "replicaCount" ]`),
-			want: []string{"additionalParams.helm_replica_values is []interface {}, not a map of aspect to values key"}},
+			want: []string{"additionalParams.helm_replica_values is list, not a map of aspect to values key"}},
 		{name: "a vdu_mapping entry without a name", pkg: "cnf-tacker", request: `{ "flavourId": "vdumap", "additionalParams": { "vdu_mapping": { "VDU1": { "kind": "Deployment" } } } }`,
 			want: []string{"additionalParams.vdu_mapping.VDU1 needs the name of the VDU's workload"}},
 		{name: "a vdu_mapping naming no workload of the manifests", pkg: "cnf-tacker", request: strings.Replace(tackerVdumapR, `"name": "vdumap-a", "kind": "Deployment"`, `"name": "vdumap-a", "kind": "StatefulSet"`, 1),
