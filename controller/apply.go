@@ -183,7 +183,7 @@ func (r *ServiceReconciler) applyObjects(ctx context.Context, a *access, svc *v1
 		if !inv.known[id] && live != nil && !ownedBy(live, svc) {
 			return result, takeOverRefused(obj, live)
 		}
-		if a.account == "" && r.lateInCache(obj, live, svcKey+"/"+id, desired) {
+		if a.account == "" && a.watchedByOperator() && r.lateInCache(obj, live, svcKey+"/"+id, desired) {
 			// As this process's last apply left it: not applied again, not observed yet.
 			result.unseen[obj.GetKind()+"/"+obj.GetName()], result.done[id] = true, true
 			result.unchanged++
@@ -294,7 +294,7 @@ func (r *ServiceReconciler) applyDirect(ctx context.Context, a *access, svc *v1a
 	for i, obj := range d.objects {
 		// The watch of a kind not watched yet starts after the apply: it lists the object
 		// as it is then, no echo to wait for.
-		key, echoed := echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()), r.watches(obj.GroupVersionKind())
+		key, echoed := echoKey(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName()), a.watchedByOperator() && r.watches(obj.GroupVersionKind())
 		if echoed {
 			r.echoes.begin(key)
 		}

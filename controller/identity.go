@@ -14,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/clusters"
 	"calaf.io/calaf/internal/lru"
+	"calaf.io/calaf/orchestration"
 	sourcepkg "calaf.io/calaf/source"
 )
 
@@ -69,9 +71,19 @@ func (ids *Identities) Client(user string) (client.Client, error) {
 // (cached reads for the watched kinds) or, for a Service with a service account (its own
 // or, in lockdown mode, the operator's default), every read and write as that account.
 type access struct {
-	// account is the service account acted as; empty for the operator itself.
+	// account is the service account acted as in the operator's cluster; empty for the
+	// operator itself.
 	account string
-	// cached reads objects, from the operator's cache when it is the operator's.
+	// local reads the operator's cluster as the Service acts there (its inputs, its
+	// kubeconfig Secret), whichever cluster its objects are in.
+	local client.Reader
+	// cluster is the cluster the Service's objects are in (spec.kubeConfig), acted in as
+	// its kubeconfig's identity; nil for the operator's own.
+	cluster *clusters.Cluster
+	// kubeconfig names the Secret of spec.kubeConfig, for messages.
+	kubeconfig string
+	// cached reads objects, from the operator's cache when it is the operator's, from
+	// the target cluster's cache for a target cluster.
 	cached client.Reader
 	// direct reads from the API server.
 	direct client.Reader
@@ -80,13 +92,49 @@ type access struct {
 	manager *ssa.ResourceManager
 }
 
-// user is the impersonated user name, empty for the operator.
+// user is the impersonated user name, empty for the operator, and for a target cluster
+// (acted in as its kubeconfig's identity).
 func (a *access) user(namespace string) string {
-	if a.account == "" {
+	if a.account == "" || a.cluster != nil {
 		return ""
 	}
 	return ServiceAccountUser(namespace, a.account)
 }
+
+// execCluster is the cluster the Service's pods run in, for the orchestrator's exec
+// streams; nil for the operator's own.
+func (a *access) execCluster() *orchestration.Cluster {
+	if a.cluster == nil {
+		return nil
+	}
+	return &orchestration.Cluster{Key: a.cluster.Key(), Config: a.cluster.Config}
+}
+
+// decider identifies who the access reviews of authorize are asked as, for the reuse of
+// their answers.
+func (a *access) decider(namespace string) string {
+	if a.cluster != nil {
+		return "cluster:" + a.cluster.Key()
+	}
+	return a.user(namespace)
+}
+
+// identity says, for messages, who acts on the Service's objects.
+func (a *access) identity() string {
+	if a.cluster != nil {
+		return "the identity of kubeconfig Secret " + a.kubeconfig
+	}
+	return "service account " + a.account
+}
+
+// restricted tells whether the Service acts as an identity of its own (a service account,
+// or a target cluster's kubeconfig) rather than the operator: what its pods use is then
+// checked (authorize).
+func (a *access) restricted() bool { return a.account != "" || a.cluster != nil }
+
+// watchedByOperator tells whether the Service's objects are in the operator's own cluster,
+// whose watches bring their changes (and the echoes of its applies).
+func (a *access) watchedByOperator() bool { return a.cluster == nil }
 
 // AccountOf is the service account a Service acts as: its own, else the operator's
 // default (lockdown mode), else none (the operator's identity).
@@ -115,7 +163,7 @@ func (ids *Identities) SourceReader(defaultAccount string) sourcepkg.ReaderFunc 
 func (r *ServiceReconciler) accessFor(svc *v1alpha1.Service) (*access, error) {
 	account := AccountOf(svc, r.DefaultServiceAccount)
 	if account == "" {
-		return &access{cached: r.Client, direct: r.APIReader, writer: r.Client,
+		return &access{local: r.APIReader, cached: r.Client, direct: r.APIReader, writer: r.Client,
 			manager: ssa.NewResourceManager(r.Client, r.poller, ssa.Owner{Field: fieldManager, Group: "calaf.io"})}, nil
 	}
 	if r.Identities == nil {
@@ -126,7 +174,7 @@ func (r *ServiceReconciler) accessFor(svc *v1alpha1.Service) (*access, error) {
 		return nil, err
 	}
 	poller := polling.NewStatusPoller(c, r.RESTMapper(), polling.Options{})
-	return &access{account: account, cached: c, direct: c, writer: c,
+	return &access{account: account, local: c, cached: c, direct: c, writer: c,
 		manager: ssa.NewResourceManager(c, poller, ssa.Owner{Field: fieldManager, Group: "calaf.io"})}, nil
 }
 

@@ -126,7 +126,7 @@ type reference struct {
 // the package renders itself are its own. A refusal stalls the Service (AccessDenied)
 // before anything of the render reaches the API server.
 func (r *ServiceReconciler) authorize(ctx context.Context, s *scope, result *render.Result) error {
-	if s.access == nil || s.access.account == "" {
+	if s.access == nil || !s.access.restricted() {
 		return nil
 	}
 	namespace := s.Service.Namespace
@@ -145,7 +145,7 @@ func (r *ServiceReconciler) authorize(ctx context.Context, s *scope, result *ren
 			}
 		}
 		for _, ref := range references(obj) {
-			if own[ref.kind+"/"+ref.name] || ref.kind == "ServiceAccount" && (ref.name == "default" || ref.name == s.access.account) {
+			if own[ref.kind+"/"+ref.name] || ref.kind == "ServiceAccount" && (ref.name == "default" || ref.name == s.access.account && s.access.cluster == nil) {
 				continue
 			}
 			allowed, err := r.allowed(ctx, s.access, namespace, ref)
@@ -153,7 +153,7 @@ func (r *ServiceReconciler) authorize(ctx context.Context, s *scope, result *ren
 				return classifyAPI(v1alpha1.ConditionApplied, v1alpha1.ReasonApplyFailed, fmt.Errorf("checking access to %s %q: %w", ref.kind, ref.name, err))
 			}
 			if !allowed {
-				refusals = append(refusals, fmt.Sprintf("%s %s uses %s %q, which service account %s may not %s", subject, ref.at, ref.kind, ref.name, s.access.account, verbOf(ref)))
+				refusals = append(refusals, fmt.Sprintf("%s %s uses %s %q, which %s may not %s", subject, ref.at, ref.kind, ref.name, s.access.identity(), verbOf(ref)))
 			}
 		}
 	}
@@ -184,7 +184,7 @@ func (r *ServiceReconciler) allowed(ctx context.Context, a *access, namespace st
 	if ref.kind == "ServiceAccount" {
 		attributes.Verb, attributes.Resource, attributes.Subresource = "create", "serviceaccounts", "token"
 	}
-	key := strings.Join([]string{a.user(namespace), attributes.Verb, attributes.Resource, attributes.Subresource, ref.name}, "\x00")
+	key := strings.Join([]string{a.decider(namespace), attributes.Verb, attributes.Resource, attributes.Subresource, ref.name}, "\x00")
 	if d, ok := r.Identities.decisions.Get(key); ok && time.Since(d.at) < decisionTTL {
 		return d.allowed, nil
 	}

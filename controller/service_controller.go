@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/clusters"
 	"calaf.io/calaf/internal/lru"
 	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/internal/text"
@@ -81,6 +82,9 @@ type ServiceReconciler struct {
 	// RevealSecretOutputs publishes the outputs derived from a Secret that a package marks
 	// for publication as they are, instead of redacted (docs/security.md).
 	RevealSecretOutputs bool
+	// Clusters connects to the clusters Services deploy into (spec.kubeConfig); nil: a
+	// Service with spec.kubeConfig stalls (KubeConfigInvalid).
+	Clusters *clusters.Pool
 	// SettleDelay bounds how long the status patch of a reconcile that applied objects
 	// whose controllers have not looked at them yet is held, so that one patch says
 	// Applied and Ready (2 s when zero). Negative holds nothing: the status says Applied

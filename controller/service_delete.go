@@ -46,6 +46,9 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 		if done && err == nil {
 			done, err = r.releaseVolumes(ctx, svc, !orphan && !svc.Spec.RetainVolumes)
 		}
+		if unreachable := r.leftInTarget(svc, err); unreachable {
+			done, err = true, nil
+		}
 		if err != nil {
 			setDeleting(svc, err.Error())
 			return ctrl.Result{}, err
@@ -61,6 +64,7 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 	r.Secrets.Forget(string(svc.UID))
 	r.teardownWarned.Delete(svc.UID)
 	r.settled.forget(svc)
+	r.releaseTarget(svc)
 	// Optimistic: a merge patch replaces the whole list, and another controller's
 	// finalizer (calaf.io/vnf-identifier) may have gone since the cache read it.
 	patch := client.MergeFromWithOptions(svc.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -71,7 +75,7 @@ func (r *ServiceReconciler) finalize(ctx context.Context, svc *v1alpha1.Service)
 // deleteInReverse deletes the objects of the last node (in deployment order) that still
 // has objects, and reports done once no inventory object is left.
 func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.Service) (bool, error) {
-	a, err := r.accessFor(svc)
+	a, err := r.objectsAccess(ctx, svc)
 	if err != nil {
 		return false, err
 	}
@@ -158,7 +162,7 @@ func (r *ServiceReconciler) teardown(ctx context.Context, svc *v1alpha1.Service,
 // with an error too: its redactor hides the secrets read until then.
 func (r *ServiceReconciler) teardownScope(ctx context.Context, svc *v1alpha1.Service) (*scope, error) {
 	s := newScope(ctx, svc)
-	for _, run := range []phase{r.reconcileAccess, r.reconcileSource, r.reconcileCompile, r.reconcileRender} {
+	for _, run := range []phase{r.reconcileAccess, r.reconcileSource, r.reconcileCompile, r.reconcileTarget, r.reconcileRender} {
 		if err := run(ctx, s); err != nil {
 			return s, err
 		}
@@ -188,7 +192,7 @@ func propagationFor(obj *unstructured.Unstructured) metav1.DeletionPropagation {
 
 // orphan removes Calaf's labels from the inventory objects so nothing manages them anymore.
 func (r *ServiceReconciler) orphan(ctx context.Context, svc *v1alpha1.Service) (bool, error) {
-	a, err := r.accessFor(svc)
+	a, err := r.objectsAccess(ctx, svc)
 	if err != nil {
 		return false, err
 	}
@@ -226,7 +230,7 @@ func ownedLive(ctx context.Context, reader client.Reader, svc *v1alpha1.Service,
 // deletes them, or, when they are kept, removes Calaf's labels so that nothing claims them
 // for the deleted Service. It reports done once none is left labelled for the Service.
 func (r *ServiceReconciler) releaseVolumes(ctx context.Context, svc *v1alpha1.Service, remove bool) (bool, error) {
-	a, err := r.accessFor(svc)
+	a, err := r.objectsAccess(ctx, svc)
 	if err != nil {
 		return false, err
 	}

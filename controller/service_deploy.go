@@ -147,8 +147,10 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 		}
 		return outcome
 	}
-	for _, obj := range node.Objects {
-		r.ensureWatched(obj.GroupVersionKind())
+	if s.access.watchedByOperator() {
+		for _, obj := range node.Objects {
+			r.ensureWatched(obj.GroupVersionKind())
+		}
 	}
 	health := r.observe(ctx, s, node, st, result)
 	outcome.health = &health

@@ -47,6 +47,7 @@ func (s *scope) orchestrationInput(node *render.Node, st *v1alpha1.NodeStatus) o
 		Redact:      s.Redact,
 		Reader:      s.access.cached,
 		Impersonate: s.access.user(s.Service.Namespace),
+		Cluster:     s.access.execCluster(),
 	}
 }
 

@@ -113,13 +113,14 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 	if svc.Annotations[v1alpha1.ReconcileRequestAnnotation] != "" {
 		svc.Status.LastHandledReconcileAt = svc.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	}
-	phases := []phase{r.reconcileAccess, r.reconcileSource, r.reconcileCompile, r.reconcileRender, r.reconcileLifecycleStatus, r.reconcileDeploy, r.reconcilePrune, r.reconcileOutputs, r.reconcileVNFStatus}
+	phases := []phase{r.reconcileAccess, r.reconcileSource, r.reconcileCompile, r.reconcileTarget, r.reconcileRender, r.reconcileLifecycleStatus, r.reconcileDeploy, r.reconcilePrune, r.reconcileOutputs, r.reconcileVNFStatus}
 	var err error
 	for _, run := range phases {
 		if err = run(ctx, s); err != nil {
 			break
 		}
 	}
+	err = targetFailure(s.access, err)
 	if saveErr := s.stateSaved(); saveErr != nil && err == nil {
 		err = newPhaseError(v1alpha1.ConditionCompiled, v1alpha1.ReasonInternalError, retry, saveErr)
 	}
@@ -332,7 +333,7 @@ func (r *ServiceReconciler) warnUnverified(svc *v1alpha1.Service, before, now *v
 // unless the render this reconcile needs is cached: then neither a compile nor a read of
 // the state Secret is needed.
 func (r *ServiceReconciler) reconcileCompile(ctx context.Context, s *scope) error {
-	inputs, fromSecrets, err := r.resolveInputs(ctx, s.access.direct, s.Service, s.Redact)
+	inputs, fromSecrets, err := r.resolveInputs(ctx, s.access.local, s.Service, s.Redact)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -243,6 +244,8 @@ func run(m *testing.M) int {
 	}
 	defer cleanup()
 	opts.Workers.Command = command
+	// The remote cluster of target_test.go listens on loopback.
+	opts.TargetClusterAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	env.config, env.opts = operatorConfig, opts
 	env.process, err = operator.NewProcess(operatorConfig, opts, zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	if err != nil {
@@ -262,6 +265,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer stopRemote()
 	return m.Run()
 }
 

@@ -29,7 +29,11 @@ const (
 
 // recordPodsStep records the pods the Service runs ("name/uid/node").
 var recordPodsStep = step{name: "record the pods", run: func(ctx context.Context, rn *run, rec *v1alpha1.OperationStep) result {
-	pods, err := livePods(ctx, rn.r.APIReader, rn.op.Namespace, rn.op.Spec.ServiceName)
+	reader, err := rn.pods(ctx)
+	if err != nil {
+		return waiting("listing the Service's pods: %v", err)
+	}
+	pods, err := livePods(ctx, reader, rn.op.Namespace, rn.op.Spec.ServiceName)
 	if err != nil {
 		return waiting("listing the Service's pods: %v", err)
 	}
@@ -79,7 +83,11 @@ func (rn *run) reportAffected(ctx context.Context) error {
 	if rec == nil || rec.Phase != v1alpha1.StepSucceeded {
 		return nil
 	}
-	pods, err := livePods(ctx, rn.r.APIReader, rn.op.Namespace, rn.op.Spec.ServiceName)
+	reader, err := rn.pods(ctx)
+	if err != nil {
+		return fmt.Errorf("listing the pods the occurrence affected: %w", err)
+	}
+	pods, err := livePods(ctx, reader, rn.op.Namespace, rn.op.Spec.ServiceName)
 	if err != nil {
 		return fmt.Errorf("listing the pods the occurrence affected: %w", err)
 	}

@@ -25,7 +25,11 @@ import (
 
 // selectPodsStep chooses the pods to recreate and records them.
 var selectPodsStep = step{name: "choose the pods to recreate", run: func(ctx context.Context, rn *run, rec *v1alpha1.OperationStep) result {
-	pods, err := healTargets(ctx, rn.r.APIReader, rn.svc, rn.op.Spec.Heal)
+	c, err := rn.pods(ctx)
+	if err != nil {
+		return waiting("%v", err)
+	}
+	pods, err := healTargets(ctx, c, rn.svc, rn.op.Spec.Heal)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -43,11 +47,15 @@ var selectPodsStep = step{name: "choose the pods to recreate", run: func(ctx con
 // name is never touched) and waits until they are gone.
 var recreatePodsStep = step{name: "recreate the pods", run: func(ctx context.Context, rn *run, rec *v1alpha1.OperationStep) result {
 	chosen := rn.record(selectPodsStep.name, false)
+	c, err := rn.pods(ctx)
+	if err != nil {
+		return waiting("%v", err)
+	}
 	var going []string
 	for _, entry := range chosen.Pods {
 		name, uid, _ := strings.Cut(entry, "/")
 		pod := &corev1.Pod{}
-		err := rn.r.APIReader.Get(ctx, client.ObjectKey{Namespace: rn.op.Namespace, Name: name}, pod)
+		err := c.Get(ctx, client.ObjectKey{Namespace: rn.op.Namespace, Name: name}, pod)
 		switch {
 		case apierrors.IsNotFound(err) || err == nil && string(pod.UID) != uid:
 			continue
@@ -57,7 +65,7 @@ var recreatePodsStep = step{name: "recreate the pods", run: func(ctx context.Con
 		going = append(going, name)
 		if pod.DeletionTimestamp == nil {
 			precondition := metav1.Preconditions{UID: (*types.UID)(&pod.UID)}
-			if err := rn.r.Delete(ctx, pod, client.Preconditions(precondition)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			if err := c.Delete(ctx, pod, client.Preconditions(precondition)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				return failed("deleting pod %s: %v", name, err)
 			}
 		}

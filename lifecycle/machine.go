@@ -163,7 +163,10 @@ func (rn *run) start(ctx context.Context) error {
 	if rn.svc == nil || !rn.svc.DeletionTimestamp.IsZero() && rn.op.Spec.Type != v1alpha1.OperationTerminate {
 		return rn.enter(v1alpha1.StateFailed, v1alpha1.OccurrenceRefused, fmt.Sprintf("refused: Service %s is gone or being deleted", rn.op.Spec.ServiceName))
 	}
-	err := validate(ctx, rn.r.APIReader, rn.op, rn.svc)
+	pods, err := rn.pods(ctx)
+	if err == nil {
+		err = validate(ctx, pods, rn.op, rn.svc)
+	}
 	var refused *refusal
 	var wait *waitFor
 	switch {

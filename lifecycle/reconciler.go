@@ -55,6 +55,10 @@ type Reconciler struct {
 	// direct mode); VNFMRoot is the NFV API's URL, for the links of the requests.
 	Granter  Granter
 	VNFMRoot string
+	// Pods returns the client of the cluster a Service with spec.kubeConfig runs its pods
+	// in (its target cluster, as its kubeconfig's identity); without it, the occurrences
+	// that touch pods fail for such a Service.
+	Pods servicePods
 }
 
 // SetupWithManager registers the reconciler: a Service's reconcile is asked for by every

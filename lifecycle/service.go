@@ -192,8 +192,12 @@ func (rn *run) restartStuckPods(ctx context.Context, rec *v1alpha1.OperationStep
 	if rec.Attempt == 0 || len(rec.Pods) > 0 {
 		return false, nil
 	}
+	c, err := rn.pods(ctx)
+	if err != nil {
+		return false, err
+	}
 	list := &corev1.PodList{}
-	if err := rn.r.List(ctx, list, client.InNamespace(rn.svc.Namespace), client.MatchingLabels{v1alpha1.LabelService: rn.svc.Name}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(rn.svc.Namespace), client.MatchingLabels{v1alpha1.LabelService: rn.svc.Name}); err != nil {
 		return false, err
 	}
 	for i := range list.Items {
@@ -202,7 +206,7 @@ func (rn *run) restartStuckPods(ctx context.Context, rec *v1alpha1.OperationStep
 			continue
 		}
 		precondition := metav1.Preconditions{UID: &pod.UID}
-		if err := rn.r.Delete(ctx, pod, client.Preconditions(precondition)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		if err := c.Delete(ctx, pod, client.Preconditions(precondition)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return false, fmt.Errorf("deleting pod %s: %w", pod.Name, err)
 		}
 		rec.Pods = append(rec.Pods, pod.Name+"/"+string(pod.UID))

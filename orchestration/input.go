@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
@@ -46,6 +47,17 @@ type Input struct {
 	Reader client.Reader
 	// Impersonate, when set, is the user operations are executed in pods as.
 	Impersonate string
+	// Cluster, when set, is the cluster the node's pods run in (the Service's target
+	// cluster): operations are executed there, as its connection's identity.
+	Cluster *Cluster
+}
+
+// Cluster is a cluster other than the operator's that pods run in.
+type Cluster struct {
+	// Key identifies the cluster and the identity its Config grants.
+	Key string
+	// Config reaches its API server as that identity.
+	Config *rest.Config
 }
 
 // Result is what a Run or a Teardown decided for a node.

@@ -81,13 +81,17 @@ func (r runResult) message() string {
 type runContext struct {
 	namespace, service string
 	impersonate        string
-	attributes         map[string]any
-	redact             Redactor
+	// cluster is where the pods run; nil for the operator's cluster.
+	cluster    *Cluster
+	attributes map[string]any
+	redact     Redactor
 }
 
 func (r *nodeRun) runContext() runContext {
-	rc := runContext{namespace: r.Service.Namespace, service: r.Service.Name, redact: r.Redact, attributes: maps.Clone(r.attributes), impersonate: r.Impersonate}
-	if sa := r.Service.Spec.ServiceAccountName; sa != "" && rc.impersonate == "" {
+	rc := runContext{namespace: r.Service.Namespace, service: r.Service.Name, redact: r.Redact, attributes: maps.Clone(r.attributes),
+		impersonate: r.Impersonate, cluster: r.Cluster}
+	// In a target cluster, operations run as its kubeconfig's identity.
+	if sa := r.Service.Spec.ServiceAccountName; sa != "" && rc.impersonate == "" && rc.cluster == nil {
 		rc.impersonate = fmt.Sprintf("system:serviceaccount:%s:%s", r.Service.Namespace, sa)
 	}
 	return rc
@@ -207,7 +211,7 @@ func (o *Orchestrator) runOne(rc runContext, w podWork, p *planned) runResult {
 	req.Node.Attributes = rc.attributes
 	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout+execGrace)
 	defer cancel()
-	target := Target{Namespace: w.target.Namespace, Pod: w.target.Name, Container: container, PodUID: string(w.target.UID), Impersonate: rc.impersonate}
+	target := Target{Namespace: w.target.Namespace, Pod: w.target.Name, Container: container, PodUID: string(w.target.UID), Impersonate: rc.impersonate, Cluster: rc.cluster}
 	r.result, r.timing, r.err = o.executor.Run(ctx, target, &req)
 	if r.err != nil && ctx.Err() != nil {
 		r.err = fmt.Errorf("no result within the operation's timeout (%v) and %v: %w", p.Timeout, execGrace, r.err)

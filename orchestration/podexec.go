@@ -31,6 +31,8 @@ type Target struct {
 	PodUID string
 	// Impersonate, when set, is the user the exec is done as (the Service's account).
 	Impersonate string
+	// Cluster, when set, is the cluster the pod runs in; nil for the operator's.
+	Cluster *Cluster
 }
 
 // Timing says where the time of one run went.
@@ -66,7 +68,9 @@ type PodExecutor struct {
 	Runner *Runner
 
 	installed *lru.Cache[bool]
-	clients   sync.Map // impersonated user → *execClient
+	// clients are the exec clients by cluster and impersonated user.
+	clients *lru.Cache[*execClient]
+	mu      sync.Mutex
 }
 
 type execClient struct {
@@ -76,7 +80,7 @@ type execClient struct {
 
 // NewPodExecutor returns an executor with the runner.
 func NewPodExecutor(config *rest.Config, runner *Runner) *PodExecutor {
-	return &PodExecutor{Config: config, Runner: runner, installed: lru.New[bool](8192)}
+	return &PodExecutor{Config: config, Runner: runner, installed: lru.New[bool](8192), clients: lru.New[*execClient](1024)}
 }
 
 // Run runs a request with the runner in a container, installing the runner first when the
@@ -172,7 +176,7 @@ func (e *PodExecutor) install(ctx context.Context, target Target) error {
 // exec runs a command in a container like kubectl exec (WebSocket, falling back to SPDY)
 // and returns its exit code; err is for failures to run it at all.
 func (e *PodExecutor) exec(ctx context.Context, target Target, command []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	c, err := e.client(target.Impersonate)
+	c, err := e.client(target.Cluster, target.Impersonate)
 	if err != nil {
 		return -1, err
 	}
@@ -213,11 +217,20 @@ func (e *PodExecutor) exec(ctx context.Context, target Target, command []string,
 	return 0, nil
 }
 
-func (e *PodExecutor) client(user string) (*execClient, error) {
-	if c, ok := e.clients.Load(user); ok {
-		return c.(*execClient), nil
+// client returns the exec client of a cluster (nil: the operator's) as user (none: as
+// the operator, or as the cluster's identity).
+func (e *PodExecutor) client(cluster *Cluster, user string) (*execClient, error) {
+	key, base := "\x00"+user, e.Config
+	if cluster != nil {
+		key, base = cluster.Key+key, cluster.Config
 	}
-	config := rest.CopyConfig(e.Config)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.clients.Get(key); ok {
+		return c, nil
+	}
+	config := rest.CopyConfig(base)
+	config.Timeout = 0 // an exec stream lasts as long as its operation (ctx bounds it)
 	if user != "" {
 		config.Impersonate = rest.ImpersonationConfig{UserName: user}
 	}
@@ -225,8 +238,9 @@ func (e *PodExecutor) client(user string) (*execClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, _ := e.clients.LoadOrStore(user, &execClient{config: config, clientset: clientset})
-	return c.(*execClient), nil
+	c := &execClient{config: config, clientset: clientset}
+	e.clients.Put(key, c)
+	return c, nil
 }
 
 // limitedBuffer keeps the first limit bytes written to it.

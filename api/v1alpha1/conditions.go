@@ -23,6 +23,17 @@ const ReasonAccessDenied = "AccessDenied"
 // torn down (Ready False), or nothing is deployed (Ready True).
 const ReasonNotInstantiated = "NotInstantiated"
 
+// ReasonClusterUnreachable: the API server of the cluster the Service deploys into
+// (spec.kubeConfig) does not answer, or refuses the kubeconfig's credentials (Applied);
+// retried with backoff, and at once when the cluster answers again.
+const ReasonClusterUnreachable = "ClusterUnreachable"
+
+// ReasonKubeConfigInvalid: the kubeconfig Secret of spec.kubeConfig cannot be used —
+// missing, unreadable as the Service's identity, not a kubeconfig, or refused (it runs
+// commands, names files, skips TLS verification, or its API server is on a network the
+// admin does not allow) (Applied); nothing of the render was sent.
+const ReasonKubeConfigInvalid = "KubeConfigInvalid"
+
 // Condition reasons; docs/operator.md has a row for each (test/docs checks it).
 const (
 	ReasonSucceeded       = "Succeeded"

@@ -121,12 +121,43 @@ type ServiceSpec struct {
 	// +optional
 	Rollback RollbackPolicy `json:"rollback,omitempty"`
 
+	// KubeConfig, when set, deploys the Service into another cluster: everything it does
+	// to objects and pods — the take-over check, apply, prune, drift repair, health, the
+	// operations run in its pods, the lifecycle occurrences, deletion and orphaning —
+	// happens in the cluster of the kubeconfig, as the identity it grants, in the namespace
+	// of the Service's name. The Secret is read as the Service acts (spec.serviceAccountName);
+	// a kubeconfig that runs commands (exec, auth-provider), names files or skips TLS
+	// verification is refused, and its API server must be on a network the operator's
+	// admin allows (docs/multicluster.md).
+	// +optional
+	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
+
 	// InstantiationState: INSTANTIATED (the default) deploys the package; NOT_INSTANTIATED
 	// deploys nothing — what runs is torn down as on deletion and the Service stays, holding
 	// the VNF instance's identity and package (SOL003: a VNF instance before its INSTANTIATE
 	// and after its TERMINATE). INSTANTIATE and TERMINATE occurrences move it.
 	// +optional
 	InstantiationState InstantiationState `json:"instantiationState,omitempty"`
+}
+
+// KubeConfigReference names the kubeconfig of the cluster a Service deploys into, as
+// Flux's kubeConfig does.
+type KubeConfigReference struct {
+	// SecretRef names a Secret of the Service's namespace holding a kubeconfig: in Key,
+	// else in "value" or "value.yaml" (Flux's layout; Cluster API's <cluster>-kubeconfig
+	// Secrets hold it in "value").
+	SecretRef SecretKeyReference `json:"secretRef"`
+}
+
+// SecretKeyReference names a Secret of the Service's namespace, and optionally a key of it.
+type SecretKeyReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key of the Secret's data; empty: "value", else "value.yaml".
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // InstantiationState is SOL003's instantiationState of a VNF instance.
@@ -531,6 +562,10 @@ type ServiceStatus struct {
 	// running.
 	// +optional
 	InstantiationState InstantiationState `json:"instantiationState,omitempty"`
+	// Cluster is the API server of the cluster the objects of the inventory are in (the
+	// server of spec.kubeConfig's kubeconfig); empty for the operator's own cluster.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // VNFStatus is the instantiated state of an ETSI SOL001 VNF.

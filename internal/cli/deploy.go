@@ -46,7 +46,9 @@ type deployFlags struct {
 	timeout        time.Duration
 	deletionPolicy string
 	serviceAccount string
-	skipValidation bool
+	// kubeconfigSecret names the Secret of the cluster to deploy into (spec.kubeConfig).
+	kubeconfigSecret string
+	skipValidation   bool
 	// notInstantiated creates the Service NOT_INSTANTIATED.
 	notInstantiated bool
 	// isolation and policy are those of the validation of a local package.
@@ -90,6 +92,7 @@ func newDeployCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&flags.timeout, "timeout", 5*time.Minute, "time for a new revision to become healthy")
 	cmd.Flags().StringVar(&flags.deletionPolicy, "deletion-policy", "Delete", "Delete or Orphan the objects when the Service is deleted")
 	cmd.Flags().StringVar(&flags.serviceAccount, "service-account", "", "service account the operator impersonates to apply")
+	cmd.Flags().StringVar(&flags.kubeconfigSecret, "kubeconfig-secret", "", "deploy into the cluster of the kubeconfig in this Secret (key value or value.yaml) instead of this one; an --instantiate request's Kubernetes VIM (vimConnectionInfo) does the same")
 	cmd.Flags().BoolVar(&flags.skipValidation, "skip-validation", false, "do not validate a local package before uploading it")
 	cmd.Flags().BoolVar(&flags.notInstantiated, "not-instantiated", false, "create the Service NOT_INSTANTIATED: nothing is deployed until `calaf instantiate`")
 	flags.isolation.register(cmd)
@@ -110,6 +113,14 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 		return err
 	}
 	instantiate, err := specRequest(request)
+	if err != nil {
+		return err
+	}
+	vim, err := requestVIM(flags.etsi.instantiate)
+	if err != nil {
+		return err
+	}
+	kubeConfig, err := kubeConfigOf(flags.kubeconfigSecret, vim, name)
 	if err != nil {
 		return err
 	}
@@ -147,12 +158,23 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 		svc.Spec.Timeout = &metav1.Duration{Duration: flags.timeout}
 		svc.Spec.DeletionPolicy = v1alpha1.DeletionPolicy(flags.deletionPolicy)
 		svc.Spec.ServiceAccountName = flags.serviceAccount
+		svc.Spec.KubeConfig = kubeConfig
 		if flags.notInstantiated {
 			svc.Spec.InstantiationState = v1alpha1.NotInstantiated
 		}
 	}
+	if vim != nil {
+		if err := storeVIMSecret(ctx, c, svc, vim); err != nil {
+			return err
+		}
+	}
 	if err := writeService(ctx, cmd, c, svc, exists, uploaded, setSpec); err != nil {
 		return err
+	}
+	if vim != nil && !exists {
+		if err := storeVIMSecret(ctx, c, svc, vim); err != nil { // now owned by the Service
+			return err
+		}
 	}
 	if !flags.wait {
 		return nil

@@ -37,6 +37,9 @@ func newInstantiateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := targetVIM(ctx, c, svc, file); err != nil {
+				return err
+			}
 			spec := v1alpha1.OperationSpec{Type: v1alpha1.OperationInstantiate, Instantiate: request}
 			return startOccurrence(ctx, cmd.OutOrStdout(), c, svc, spec, wait)
 		},

@@ -14,7 +14,8 @@ import (
 // outboundFlags are the operator's outbound policy: where requests made on a user's
 // behalf (notifications) may go, and how failed ones are retried.
 type outboundFlags struct {
-	allow, deny []string
+	allow, deny  []string
+	clusterAllow []string
 }
 
 func registerOutboundFlags(cmd *cobra.Command, opts *operator.Options, f *outboundFlags) {
@@ -23,6 +24,8 @@ func registerOutboundFlags(cmd *cobra.Command, opts *operator.Options, f *outbou
 	cmd.Flags().BoolVar(&opts.OutboundDiscover, "outbound-discover", opts.OutboundDiscover, "refuse notifications the cluster's networks too, read every minute: ServiceCIDRs, the nodes' pod ranges and addresses (needs list on nodes and servicecidrs)")
 	cmd.Flags().DurationVar(&opts.NotifyBackoff.Base, "notification-backoff", opts.NotifyBackoff.Base, "wait before a failed notification is sent again; it doubles with each failure in a row")
 	cmd.Flags().DurationVar(&opts.NotifyBackoff.Max, "notification-backoff-max", opts.NotifyBackoff.Max, "longest wait before a failed notification is sent again")
+	cmd.Flags().StringSliceVar(&f.clusterAllow, "target-cluster-allow", nil, "networks (CIDRs or addresses) the API servers of the clusters Services deploy into (spec.kubeConfig) may be on besides public addresses, e.g. the sites' private network; the operator's own cluster's networks and --outbound-deny stay refused unless named as specifically")
+	cmd.Flags().IntVar(&opts.MaxTargetClusters, "max-target-clusters", 64, "target clusters (kubeconfig identities) connected at once; a Service that needs one more while all are in use waits (ClusterUnreachable)")
 }
 
 // apply parses the networks into opts.
@@ -33,6 +36,9 @@ func (f outboundFlags) apply(opts *operator.Options) error {
 	}
 	if opts.OutboundDeny, err = outbound.ParsePrefixes(f.deny); err != nil {
 		return usageError{fmt.Errorf("--outbound-deny: %w", err)}
+	}
+	if opts.TargetClusterAllow, err = outbound.ParsePrefixes(f.clusterAllow); err != nil {
+		return usageError{fmt.Errorf("--target-cluster-allow: %w", err)}
 	}
 	if opts.NotifyBackoff.Base <= 0 || opts.NotifyBackoff.Max < opts.NotifyBackoff.Base {
 		return usageError{fmt.Errorf("--notification-backoff must be positive and at most --notification-backoff-max")}

@@ -99,6 +99,9 @@ func describe(svc *v1alpha1.Service) string {
 	if p := svc.Status.Package; p != nil {
 		fmt.Fprintf(&b, "Package: %s\n", packageLine(p))
 	}
+	if kc := svc.Spec.KubeConfig; kc != nil {
+		fmt.Fprintf(&b, "Cluster: %s (kubeconfig Secret %s)\n", clusterOrPending(svc.Status.Cluster), kc.SecretRef.Name)
+	}
 	if ready != nil && ready.Message != "" && ready.Status != metav1.ConditionTrue {
 		fmt.Fprintf(&b, "Message: %s\n", ready.Message)
 	}
@@ -228,4 +231,12 @@ func mustJSON(value any) []byte {
 		data, _ = json.Marshal(fmt.Sprint(value))
 	}
 	return data
+}
+
+// clusterOrPending is the API server a Service's objects are in, once known.
+func clusterOrPending(server string) string {
+	if server == "" {
+		return "not reached yet"
+	}
+	return server
 }

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,8 +15,10 @@ import (
 
 // addOccurrences registers the reconciler of operation occurrences (package lifecycle): it
 // queues every Operation, runs lifecycle operations through the Service's spec and the
-// orchestrator, and asks for reconciles of Services through triggers.
-func addOccurrences(mgr ctrl.Manager, opts Options, st *stages, triggers *controller.Triggers, log logr.Logger) error {
+// orchestrator, and asks for reconciles of Services through triggers; pods is the client
+// of the pods of a Service deployed into another cluster (spec.kubeConfig).
+func addOccurrences(mgr ctrl.Manager, opts Options, st *stages, triggers *controller.Triggers,
+	pods func(context.Context, *v1alpha1.Service) (lifecycle.PodClient, error), log logr.Logger) error {
 	occurrences := &lifecycle.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -25,6 +28,7 @@ func addOccurrences(mgr ctrl.Manager, opts Options, st *stages, triggers *contro
 		// The Services of another shard are not gone: their occurrences are its to run.
 		ServiceElsewhere: serviceElsewhere(mgr.GetAPIReader(), opts),
 		VNFMRoot:         opts.VNFMRoot,
+		Pods:             pods,
 	}
 	if st.nfvo != nil {
 		occurrences.Granter = st.nfvo

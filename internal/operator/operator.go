@@ -147,6 +147,11 @@ type Options struct {
 	// RevealSecretOutputs publishes the outputs derived from a Secret that a package marks
 	// for publication as they are, instead of redacted.
 	RevealSecretOutputs bool
+	// TargetClusterAllow are the networks the API servers of the clusters Services deploy
+	// into (spec.kubeConfig) may be on besides public addresses (docs/multicluster.md).
+	TargetClusterAllow []netip.Prefix
+	// MaxTargetClusters bounds the target clusters connected at once (default 64).
+	MaxTargetClusters int
 
 	// secrets are those of every Service, hidden from the log and Events (made by
 	// NewProcess and Run).
@@ -444,10 +449,16 @@ func addReconcilers(mgr ctrl.Manager, opts Options, st *stages, triggers *contro
 		}
 		reconciler.Orchestrator = orchestrator
 	}
+	if reconciler.Clusters, err = newClusters(opts, st, reconciler, log); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.Add(reconciler.Clusters); err != nil {
+		return nil, nil, err
+	}
 	if err := reconciler.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return nil, nil, err
 	}
-	return reconciler, orchestrator, addOccurrences(mgr, opts, st, triggers, log)
+	return reconciler, orchestrator, addOccurrences(mgr, opts, st, triggers, targetPods(reconciler), log)
 }
 
 // newManager makes the manager: its cache holds Calaf's resources and the objects of

@@ -153,7 +153,12 @@ var mayImport = map[string][]string{
 	"orchestration":  {"api/v1alpha1", "artifacts/protocol", "render"},
 	// policy judges renders by the admin's rules: after render, before the controller.
 	"policy":     {"tosca", "render"},
-	"controller": {"api/v1alpha1", "tosca", "etsi", "render", "source", "orchestration", "policy"},
+	"controller": {"api/v1alpha1", "tosca", "etsi", "render", "source", "orchestration", "policy", "internal/clusters", "internal/kubeconfig"},
+	// kubeconfig reads the kubeconfigs tenants hand in (hostile input) and makes them of a
+	// SOL003 vimConnectionInfo; clusters keeps the connections to target clusters, under
+	// the admin's outbound policy.
+	"internal/kubeconfig": {},
+	"internal/clusters":   {"internal/kubeconfig", "internal/outbound"},
 	// lifecycle acts on Services and Operations through the API only (it never calls the
 	// reconciler or the orchestrator); render gives it the node label of pods.
 	"lifecycle": {"api/v1alpha1", "render", "internal/outbound", "nfvo"},
@@ -170,14 +175,14 @@ var mayImport = map[string][]string{
 	// front is calaf's front process: it starts calaf-offline and calaf-full, and links
 	// none of Calaf's stages.
 	"internal/front":    {"worker/crash"},
-	"internal/operator": {"api/v1alpha1", "nfvo", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "onboarding", "worker", "policy", "internal/outbound", "cmmode"},
+	"internal/operator": {"api/v1alpha1", "nfvo", "tosca", "etsi/helmchart", "render", "source", "source/webhook", "orchestration", "controller", "lifecycle", "onboarding", "worker", "policy", "internal/outbound", "cmmode", "internal/clusters"},
 	// cmmode keeps Services and Operations as ConfigMaps under the reconcilers' client and
 	// cache: it knows the API and the CRDs (deploy/crd), and none of the stages, which
 	// know nothing of it.
 	"cmmode":     {"api/v1alpha1", "deploy/crd"},
 	"deploy/crd": {},
 	// nfvapi is a front like the CLI: it acts on the API's resources only, as its callers.
-	"nfvapi":        {"api/v1alpha1", "render", "nfvapi/sol013", "internal/outbound", "nfvapi/content"},
+	"nfvapi":        {"api/v1alpha1", "render", "nfvapi/sol013", "internal/outbound", "nfvapi/content", "internal/kubeconfig"},
 	"nfvapi/sol013": {},
 	// nfvapi/content keeps and reads back the content of packages uploaded through the
 	// NFV API: in ConfigMaps as the caller, or in the admin's registry as source pushes.

@@ -137,6 +137,9 @@ func webhookFlags(dir string) ([]string, error) {
 		"--alert-token-file=" + filepath.Join(dir, "alert-token"),
 		"--webhook-tls-cert-file=" + filepath.Join(dir, "tls.crt"), "--webhook-tls-key-file=" + filepath.Join(dir, "tls.key"),
 		"--outbound-allow=" + subscriberAddress + "/32",
+		// The clusters Services deploy into (spec.kubeConfig) listen on loopback here: the
+		// second control plane (test/ground/remote.sh) and the one-node cluster itself.
+		"--target-cluster-allow=127.0.0.1/32",
 		"--notification-backoff=" + notifyBackoff.Base.String(), "--notification-backoff-max=" + notifyBackoff.Max.String()}, nil
 }
 

@@ -112,6 +112,10 @@ done
 
 stop kube-apiserver
 stop etcd
+# The control planes remote.sh started beside the node, if any (their logs join the node's).
+for remote in remote remote2; do
+  if [[ -d $CALAF_RUN/$remote ]]; then "$GROUND_DIR/remote.sh" down "$remote"; fi
+done
 
 # --- mounts, network, cgroups ------------------------------------------------------------------
 unmount_under "$RUN_REAL"
