@@ -193,8 +193,9 @@ func (r *ServiceReconciler) TargetChanged(owner types.NamespacedName, old, now c
 	}
 }
 
-// TargetReachable reconciles a Service whose target cluster answers again.
-func (r *ServiceReconciler) TargetReachable(owner types.NamespacedName) {
+// TargetHealthChanged reconciles a Service whose target cluster was found unreachable,
+// or answers again.
+func (r *ServiceReconciler) TargetHealthChanged(owner types.NamespacedName) {
 	if r.Triggers != nil {
 		r.Triggers.Trigger(owner.Namespace, owner.Name)
 	}

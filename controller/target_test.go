@@ -127,9 +127,9 @@ func TestTargetClusterTakeOverAndOrphan(t *testing.T) {
 }
 
 // A target cluster whose API server stops answering: its Service says so (Applied False,
-// ClusterUnreachable, naming the server), while a Service of the operator's own cluster
-// goes on being reconciled; once it answers again the Service is Ready again without
-// anyone touching it.
+// ClusterUnreachable, naming the server) without anyone touching it, while a Service of
+// the operator's own cluster goes on being reconciled; once it answers again the Service
+// is Ready again, with the change made to it meanwhile applied.
 func TestTargetClusterUnreachable(t *testing.T) {
 	remoteCluster(t)
 	g := NewWithT(t)
@@ -149,13 +149,14 @@ func TestTargetClusterUnreachable(t *testing.T) {
 			remote.proxy.restore(t)
 		}
 	}()
-	updateService(t, key, func(svc *v1alpha1.Service) { svc.Spec.Inputs = jsonInputs(map[string]string{"greeting": `"far away"`}) })
+	// Nobody touches the Service: its cluster's broken watches say it.
 	g.Eventually(func(g Gomega) {
 		applied := condition(getService(g, key), v1alpha1.ConditionApplied)
 		g.Expect(applied).NotTo(BeNil())
 		g.Expect(applied.Reason).To(Equal(v1alpha1.ReasonClusterUnreachable))
 		g.Expect(applied.Message).To(ContainSubstring(remote.server))
 	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
+	updateService(t, key, func(svc *v1alpha1.Service) { svc.Spec.Inputs = jsonInputs(map[string]string{"greeting": `"far away"`}) })
 
 	// The operator's own Service goes on.
 	updateService(t, local, func(svc *v1alpha1.Service) { svc.Spec.Inputs = jsonInputs(map[string]string{"greeting": `"near"`}) })

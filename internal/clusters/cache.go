@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 
@@ -39,6 +40,7 @@ func (c *Cluster) namespaceCache(namespace string) *namespaceCache {
 	opts := c.pool.opts.Selector
 	opts.Scheme, opts.Mapper, opts.HTTPClient = c.pool.opts.Scheme, c.Mapper, c.HTTPClient
 	opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	opts.DefaultWatchErrorHandler = c.watchFailed
 	informers, err := cache.New(c.Config, opts)
 	if err != nil {
 		return nil
@@ -48,6 +50,18 @@ func (c *Cluster) namespaceCache(namespace string) *namespaceCache {
 	go func() { _ = informers.Start(ctx) }()
 	c.namespaces[namespace] = nc
 	return nc
+}
+
+// watchFailed is told why a watch of the cluster broke and could not list again: when
+// no answer came, the cluster is marked unreachable (its Services are told) — a Service
+// whose objects did not change would otherwise not learn it from its cache. Other
+// failures are logged as client-go does.
+func (c *Cluster) watchFailed(ctx context.Context, r *toolscache.Reflector, err error) {
+	var unreachable *UnreachableError
+	if errors.As(c.Observe(err), &unreachable) {
+		return
+	}
+	toolscache.DefaultWatchErrorHandler(ctx, r, err)
 }
 
 // synced returns the informer of obj's kind when it has listed its objects, starting it

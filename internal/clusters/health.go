@@ -65,6 +65,7 @@ func (c *Cluster) Observe(err error) error {
 	if first {
 		c.pool.opts.Log.Info("target cluster unreachable", "server", c.Server, "error", err.Error())
 		c.pool.poke()
+		c.tellOwners()
 	}
 	return &UnreachableError{Server: c.Server, Err: err}
 }
@@ -92,12 +93,13 @@ func cause(err error) error {
 	return err
 }
 
-// probeDue tells whether an unreachable cluster's next probe is due, and if so marks it
-// under way.
+// probeDue tells whether the cluster's next probe is due, and if so marks it under way:
+// an unreachable cluster is probed with backoff, one in use that answers every
+// CheckInterval (its watches do not say when it stops answering: they retry quietly).
 func (c *Cluster) probeDue(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.health.unreachable == nil || c.health.probing || now.Before(c.health.next) {
+	if c.health.probing || len(c.users) == 0 && c.health.unreachable == nil || now.Before(c.health.next) {
 		return false
 	}
 	c.health.probing = true
@@ -105,34 +107,32 @@ func (c *Cluster) probeDue(now time.Time) bool {
 }
 
 // probe asks the API server for its version. An answer — any, an error status included:
-// the network and TLS work — marks the cluster reachable again and reconciles its
-// Services; no answer schedules the next probe with backoff. A name that resolves to
-// another address now makes the connection stale (made again at the next use).
+// the network and TLS work — marks an unreachable cluster reachable again and tells its
+// Services; no answer marks it unreachable (telling them, the first time) and schedules
+// the next probe with backoff. A name that resolves to another address now makes the
+// connection stale (made again at the next use).
 func (c *Cluster) probe(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, c.pool.opts.Timeout)
 	defer cancel()
 	err := c.ask(ctx)
-	moved := false
 	if err != nil {
-		moved = c.moved(ctx)
-	}
-	c.mu.Lock()
-	c.health.probing = false
-	if err != nil {
+		moved := c.moved(ctx)
+		c.Observe(err)
+		c.mu.Lock()
+		c.health.probing = false
 		c.health.failures++
-		c.health.unreachable = cause(err)
 		c.health.next = c.pool.opts.Now().Add(c.pool.opts.ProbeBackoff.Delay(c.health.failures + 1))
 		c.stale = c.stale || moved
 		c.mu.Unlock()
 		return
 	}
-	c.health = health{}
+	c.mu.Lock()
+	was := c.health.unreachable
+	c.health = health{next: c.pool.opts.Now().Add(c.pool.opts.CheckInterval)}
 	c.mu.Unlock()
-	c.pool.opts.Log.Info("target cluster answers again", "server", c.Server)
-	if c.pool.opts.Reachable != nil {
-		for _, owner := range c.owners() {
-			c.pool.opts.Reachable(owner)
-		}
+	if was != nil {
+		c.pool.opts.Log.Info("target cluster answers again", "server", c.Server)
+		c.tellOwners()
 	}
 }
 
@@ -154,4 +154,15 @@ func (c *Cluster) ask(ctx context.Context) error {
 func (c *Cluster) moved(ctx context.Context) bool {
 	now, err := c.pool.pin(ctx, c.Server)
 	return err == nil && now.address != c.Address
+}
+
+// tellOwners tells every Service that uses the cluster that it became unreachable or
+// reachable again.
+func (c *Cluster) tellOwners() {
+	if c.pool.opts.HealthChanged == nil {
+		return
+	}
+	for _, owner := range c.owners() {
+		c.pool.opts.HealthChanged(owner)
+	}
 }

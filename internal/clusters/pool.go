@@ -46,9 +46,9 @@ type Options struct {
 	// uses the cluster owns (old nil: added; now nil: deleted), and with owner, that
 	// Service.
 	Changed func(owner types.NamespacedName, old, now client.Object)
-	// Reachable is called for each Service that uses a cluster when it answers again
-	// after it was found unreachable.
-	Reachable func(owner types.NamespacedName)
+	// HealthChanged is called for each Service that uses a cluster when the cluster is
+	// found unreachable, and when it answers again.
+	HealthChanged func(owner types.NamespacedName)
 	// MaxClusters bounds the clusters connected at once (default 64).
 	MaxClusters int
 	// IdleAfter is how long a cluster no Service uses stays connected (default 5 min).
@@ -61,6 +61,9 @@ type Options struct {
 	// ProbeBackoff is the wait between probes of an unreachable cluster, by probes failed
 	// in a row (default 1 s doubling to 30 s).
 	ProbeBackoff outbound.Backoff
+	// CheckInterval is how often a cluster in use that answers is asked whether it still
+	// does (default 10 s): one small request per cluster, whatever the Services using it.
+	CheckInterval time.Duration
 	// QPS and Burst limit the requests to one cluster (default 50 and 100).
 	QPS   float32
 	Burst int
@@ -89,6 +92,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ProbeBackoff.Base <= 0 {
 		o.ProbeBackoff = outbound.Backoff{Base: time.Second, Max: 30 * time.Second}
+	}
+	if o.CheckInterval <= 0 {
+		o.CheckInterval = 10 * time.Second
 	}
 	if o.QPS <= 0 {
 		o.QPS, o.Burst = 50, 100

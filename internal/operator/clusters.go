@@ -28,14 +28,14 @@ func newClusters(opts Options, st *stages, reconciler *controller.ServiceReconci
 		return nil, err
 	}
 	return clusters.New(clusters.Options{
-		Scheme:      NewScheme(),
-		Policy:      targetClusterPolicy(st.outbound, opts.TargetClusterAllow),
-		Selector:    cache.Options{DefaultLabelSelector: labels.NewSelector().Add(*managed), DefaultTransform: trimForCache},
-		Owns:        controller.OwnsInTarget,
-		Changed:     reconciler.TargetChanged,
-		Reachable:   reconciler.TargetReachable,
-		MaxClusters: opts.MaxTargetClusters,
-		Log:         log.WithName("clusters"),
+		Scheme:        NewScheme(),
+		Policy:        targetClusterPolicy(st.outbound, opts.TargetClusterAllow),
+		Selector:      cache.Options{DefaultLabelSelector: labels.NewSelector().Add(*managed), DefaultTransform: trimForCache},
+		Owns:          controller.OwnsInTarget,
+		Changed:       reconciler.TargetChanged,
+		HealthChanged: reconciler.TargetHealthChanged,
+		MaxClusters:   opts.MaxTargetClusters,
+		Log:           log.WithName("clusters"),
 	}), nil
 }
 

@@ -83,7 +83,9 @@ type scriptError struct {
 	err         error
 }
 
-func (e *scriptError) Error() string { return "remote.sh " + e.action + ": " + e.err.Error() + "\n" + e.out }
+func (e *scriptError) Error() string {
+	return "remote.sh " + e.action + ": " + e.err.Error() + "\n" + e.out
+}
 
 // kubeconfigSecret stores a kubeconfig in a Secret of ns under "value" (Flux's layout).
 func kubeconfigSecret(t *testing.T, ns, name string, kubeconfig []byte) {
@@ -255,8 +257,9 @@ func readyReason(t *testing.T, ns, name string) string {
 }
 
 // edgeAccount makes the service account edge-deployer of ns, which may manage the
-// package's ConfigMaps and Deployments, read their ReplicaSets and events, read, delete
-// and exec into pods — and nothing else (no Secrets) — and returns a token of it.
+// packages' ConfigMaps, Services and Deployments, read their ReplicaSets and events,
+// read, delete and exec into pods — and nothing else (no Secrets) — and returns a token
+// of it.
 func edgeAccount(t *testing.T, c *framework.Cluster, ns string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -265,7 +268,7 @@ func edgeAccount(t *testing.T, c *framework.Cluster, ns string) string {
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge-deployer"}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge-deployer"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all},
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "services"}, Verbs: all},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
 			{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: read},
 			{APIGroups: []string{""}, Resources: []string{"events", "persistentvolumeclaims"}, Verbs: read},
@@ -286,44 +289,52 @@ func edgeAccount(t *testing.T, c *framework.Cluster, ns string) string {
 	return config.AuthInfos[config.Contexts[config.CurrentContext].AuthInfo].Token
 }
 
-// vimRequest writes an instantiate request whose vimConnectionInfo is a Kubernetes VIM
-// as Tacker reads one (endpoint, CA, bearer token) and returns its path.
+// vimRequest writes the instantiate request of test/etsi/nfv-cnf with, for its
+// vimConnectionInfo, a Kubernetes VIM as Tacker reads one (endpoint, CA, bearer token) and
+// returns its path.
 func vimRequest(t *testing.T, token string) string {
 	t.Helper()
 	admin, err := clientcmd.LoadFromFile(suite.kubeconfig)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	cluster := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster]
-	request := map[string]any{"vimConnectionInfo": map[string]any{"vim1": map[string]any{
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "test/etsi/nfv-cnf.instantiate.json"))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	var request map[string]any
+	NewWithT(t).Expect(json.Unmarshal(data, &request)).To(Succeed())
+	request["vimConnectionInfo"] = map[string]any{"vim1": map[string]any{
 		"vimId": "edge-1", "vimType": "ETSINFV.KUBERNETES.V_1",
 		"interfaceInfo": map[string]any{"endpoint": cluster.Server, "ssl_ca_cert": string(cluster.CertificateAuthorityData)},
 		"accessInfo":    map[string]any{"bearer_token": token},
-	}}}
-	data, err := json.Marshal(request)
+	}}
+	data, err = json.Marshal(request)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(t.TempDir(), "instantiate.json")
 	NewWithT(t).Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
 	return path
 }
 
-// A Service deploys through a kubeconfig with a restricted identity — made of an
-// instantiate request's vimConnectionInfo (a Kubernetes VIM: endpoint, CA, bearer token) —
-// to the one-node cluster: its pods run, its Standard.configure runs in them by exec, and
-// a HEAL replaces a broken pod, all as that identity (what it may not do, it does not:
-// a package with a Secret is refused by the API server naming the identity).
+// Services deploy through a kubeconfig with a restricted identity to the one-node
+// cluster: an ETSI VNF whose instantiate request's vimConnectionInfo names it (a
+// Kubernetes VIM: endpoint, CA, bearer token, as Tacker reads one) runs there; a Service
+// with operations, deployed with that kubeconfig, gets its Standard.configure run in its
+// pod by exec, and a HEAL replaces a broken pod, all as that identity — what it may not
+// do, it does not: a package with a Secret is refused by the API server naming it.
 func TestRemotePodsThroughRestrictedKubeconfig(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := framework.Connect(t)
 	ns := c.Namespace(t, "e2e-edge")
 	request := vimRequest(t, edgeAccount(t, c, ns))
-	dir := lcmPackage(t, "", 0)
-	calaf(t, "deploy", "core", dir, "-n", ns, "-i=image="+framework.BusyboxImage, "--instantiate", request, "--wait", "--wait-timeout=4m")
-	svc := getService(t, ns, "core")
+	calaf(t, "deploy", "web", "test/etsi/nfv-cnf", "-n", ns, "--instantiate", request, "--wait", "--wait-timeout=4m")
+	svc := getService(t, ns, "web")
 	g.Expect(svc.Spec.KubeConfig).NotTo(BeNil())
-	g.Expect(svc.Spec.KubeConfig.SecretRef.Name).To(Equal("core-vim"))
+	g.Expect(svc.Spec.KubeConfig.SecretRef.Name).To(Equal("web-vim"))
+	g.Expect(svc.Status.Cluster).NotTo(BeEmpty())
 	secret := &corev1.Secret{}
-	g.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "core-vim"}, secret)).To(Succeed())
+	g.Expect(suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-vim"}, secret)).To(Succeed())
 	g.Expect(secret.OwnerReferences).To(HaveLen(1), "the VIM's Secret goes with its Service")
+
+	calaf(t, "deploy", "core", lcmPackage(t, "", 0), "-n", ns, "-i=image="+framework.BusyboxImage, "--kubeconfig-secret", "web-vim", "--wait", "--wait-timeout=4m")
 	pods := waitPods(t, c, ns, "core", "smf", 1)
 	conf, err := c.Exec(ctx, ns, pods[0], "main", "cat", "/tmp/smf.conf")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -341,9 +352,9 @@ func TestRemotePodsThroughRestrictedKubeconfig(t *testing.T) {
 
 	// The identity is the kubeconfig's: it may not create Secrets, and the API server says so.
 	deployFiles(t, suite.kubeconfig, ns, "probe", map[string]string{"service.yaml": renderPackage(
-		`[ { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'probe' }, stringData: { a: 'b' } } ]`)}, "--kubeconfig-secret", "core-vim")
+		`[ { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'probe' }, stringData: { a: 'b' } } ]`)}, "--kubeconfig-secret", "web-vim")
 	failed := waitFailed(t, ns, "probe", v1alpha1.ReasonApplyFailed, func() string { return suite.operator.Tail(30) })
-	g.Expect(readyMessage(failed)).To(ContainSubstring(`"system:serviceaccount:` + ns + `:edge-deployer" cannot create resource "secrets"`))
+	g.Expect(readyMessage(failed)).To(And(ContainSubstring(`User "system:serviceaccount:`+ns+`:edge-deployer" cannot`), ContainSubstring(`resource "secrets"`)))
 
 	calaf(t, "delete", "core", "-n", ns, "--wait")
 	g.Eventually(func() int { return len(servicePods(t, c, ns, "core", "smf")) }, time.Minute, time.Second).Should(BeZero())

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # remote.sh up|down|stop|start [NAME]: a second cluster for tests — a control plane alone
-# (etcd and kube-apiserver, no node, no controllers), standing for a cluster Services deploy
-# into — beside the one-node cluster, on ports of its own.
+# (etcd, kube-apiserver and the garbage collector; no node, no other controller), standing
+# for a cluster Services deploy into — beside the one-node cluster, on ports of its own.
 #   remote.sh up [NAME]     starts it (once: a second up is a no-op) and prints its admin
 #                           kubeconfig's path, $CALAF_RUN/NAME/kubeconfig
-#   remote.sh stop [NAME]   stops its kube-apiserver (an outage), keeping its command line
+#   remote.sh stop [NAME]   kills its kube-apiserver (an outage), keeping its command line
 #   remote.sh start [NAME]  starts that kube-apiserver again and returns once it is ready
 #   remote.sh down [NAME]   stops it and removes every trace of it (cluster-down.sh does)
 # NAME is "remote" (the default; API server on 127.0.0.1:16443, etcd 12379/12380) or
@@ -127,6 +127,10 @@ up() {
     --service-cluster-ip-range "$service_cidr" --profiling=false
   wait_ready
   write_kubeconfig
+  # The garbage collector alone of the controllers: deletions that wait for dependents
+  # (foreground) end, as in any cluster; nothing else acts on the objects.
+  launch kube-controller-manager "$BIN_DIR/kube-controller-manager" --kubeconfig "$dir/kubeconfig" \
+    --controllers garbagecollector --leader-elect=false --secure-port 0 --profiling=false
   echo "$dir/kubeconfig"
 }
 
@@ -135,12 +139,14 @@ stop_apiserver() {
   local pid i
   pid=$(cat "$pids/kube-apiserver.pid")
   cp "/proc/$pid/cmdline" "$saved"
-  kill -TERM "$pid"
+  # An outage, not a graceful shutdown: kube-apiserver waits for its watches to end on
+  # SIGTERM, which outlasts any test's patience.
+  kill -KILL "$pid"
   for ((i = 0; i < 100; i++)); do
     alive kube-apiserver || return 0
     sleep 0.1
   done
-  kill -KILL "$pid"
+  die "$name: kube-apiserver ($pid) still runs 10 s after SIGKILL"
 }
 
 start_apiserver() {
@@ -155,7 +161,7 @@ start_apiserver() {
 
 down() {
   local component pid i
-  for component in kube-apiserver etcd; do
+  for component in kube-controller-manager kube-apiserver etcd; do
     [[ -f $pids/$component.pid ]] || continue
     pid=$(cat "$pids/$component.pid")
     if alive "$component" && [[ $(tr '\0' ' ' <"/proc/$pid/cmdline") == *"$component"* ]]; then
