@@ -94,9 +94,9 @@ func kubeconfigSecret(t *testing.T, ns, name string, kubeconfig []byte) {
 	NewWithT(t).Expect(suite.client.Create(context.Background(), secret)).To(Succeed())
 }
 
-// sitePackage is a ConfigMap, a Deployment that depends on it and, unless pruned, a
+// remotePackage is a ConfigMap, a Deployment that depends on it and, unless pruned, a
 // second ConfigMap.
-func sitePackage(t *testing.T, pruned bool) string {
+func remotePackage(t *testing.T, pruned bool) string {
 	t.Helper()
 	extra := `    extra:
       type: calaf.nodes.ConfigMap
@@ -164,7 +164,7 @@ func TestRemoteClusterTarget(t *testing.T) {
 	ns := c.Namespace(t, "e2e-remote")
 	g.Expect(remoteClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	kubeconfigSecret(t, ns, "site-a-kubeconfig", kubeconfig)
-	calaf(t, "deploy", "site", sitePackage(t, false), "-n", ns, "--kubeconfig-secret", "site-a-kubeconfig")
+	calaf(t, "deploy", "site", remotePackage(t, false), "-n", ns, "--kubeconfig-secret", "site-a-kubeconfig")
 
 	remoteCM := func(g Gomega, name string) *corev1.ConfigMap {
 		cm := &corev1.ConfigMap{}
@@ -191,7 +191,7 @@ func TestRemoteClusterTarget(t *testing.T) {
 
 	// Pruned there.
 	remoteCM(g, "site-extra")
-	calaf(t, "deploy", "site", sitePackage(t, true), "-n", ns, "--kubeconfig-secret", "site-a-kubeconfig")
+	calaf(t, "deploy", "site", remotePackage(t, true), "-n", ns, "--kubeconfig-secret", "site-a-kubeconfig")
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(remoteClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "site-extra"}, &corev1.ConfigMap{}))
 	}, time.Minute, 500*time.Millisecond).Should(BeTrue())
@@ -238,7 +238,7 @@ func remoteOutage(t *testing.T, ns string) {
 	}, 2*time.Minute, time.Second).Should(Succeed(), "operator log:\n%s", suite.operator.Tail(30))
 
 	local := c.Namespace(t, "e2e-local")
-	calaf(t, "deploy", "near", sitePackage(t, true), "-n", local, "--wait", "--wait-timeout=3m")
+	calaf(t, "deploy", "near", remotePackage(t, true), "-n", local, "--wait", "--wait-timeout=3m")
 
 	if out, err := remoteScript("start"); err != nil {
 		t.Fatal(err, out)
