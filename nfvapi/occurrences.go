@@ -1,6 +1,7 @@
 package nfvapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -316,7 +317,31 @@ func (s *Server) decide(r *request, what string, change func(*v1alpha1.Operation
 		return 0, nil, err
 	}
 	if status == http.StatusOK {
-		return status, occurrenceView(r.base(s), op), nil
+		return status, occurrenceView(r.base(s), r.awaitFinal(op)), nil
 	}
 	return status, nil, nil
+}
+
+// failWait bounds how long a fail's answer waits for the operator to carry it out.
+const failWait = 15 * time.Second
+
+// awaitFinal waits (a while) until the operator carried out the decision on an occurrence
+// — SOL003 answers a fail with the occurrence FAILED — and returns it as it then is.
+func (r *request) awaitFinal(op *v1alpha1.Operation) *v1alpha1.Operation {
+	ctx, cancel := context.WithTimeout(r.Context(), failWait)
+	defer cancel()
+	for {
+		current := &v1alpha1.Operation{}
+		if err := r.client.Get(ctx, client.ObjectKeyFromObject(op), current); err == nil {
+			op = current
+			if op.Status.OperationState.Final() {
+				return op
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return op
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -41,6 +41,8 @@ type nfvAPI struct {
 	exchanges *exchanges
 	log       string
 	pid       int
+	// seen are the occurrences waitOccurrence returned.
+	seen map[string]bool
 }
 
 // exchanges records what the proxy saw and what broke the contract.
@@ -112,7 +114,7 @@ func startNFVAPI(t *testing.T, args ...string) *nfvAPI {
 		return err
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed(), "calaf nfv-api did not start: %s", readFile(logPath))
 
-	api := &nfvAPI{exchanges: &exchanges{}, log: logPath, pid: cmd.Process.Pid}
+	api := &nfvAPI{exchanges: &exchanges{}, log: logPath, pid: cmd.Process.Pid, seen: map[string]bool{}}
 	api.url = contractProxy(t, "http://"+addr, api.exchanges)
 	return api
 }

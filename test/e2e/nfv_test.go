@@ -195,24 +195,25 @@ func vnfcIDs(shown map[string]any) []string {
 	return ids
 }
 
-// waitOccurrence waits until the instance's last occurrence of an operation is in a state,
-// and returns its id.
+// waitOccurrence waits until the instance's newest occurrence of an operation (one no
+// earlier wait returned) is in a state, and returns its id.
 func (api *nfvAPI) waitOccurrence(t *testing.T, who nfvo, instance, operation, state string) string {
 	t.Helper()
 	var id string
 	NewWithT(t).Eventually(func(g Gomega) {
 		var occs []map[string]any
 		api.openstackJSON(t, who, &occs, "vnflcm", "op", "list")
-		var last map[string]any
+		var fresh []map[string]any
 		for _, o := range occs {
-			if o["VNF Instance ID"] == instance && o["Operation"] == operation && (last == nil || o["Start Time"].(string) >= last["Start Time"].(string)) {
-				last = o
+			if o["VNF Instance ID"] == instance && o["Operation"] == operation && !api.seen[o["ID"].(string)] {
+				fresh = append(fresh, o)
 			}
 		}
-		g.Expect(last).NotTo(BeNil(), "no %s occurrence of %s yet", operation, instance)
-		id = last["ID"].(string)
-		g.Expect(last["Operation State"]).To(Equal(state))
+		g.Expect(fresh).To(HaveLen(1), "the new %s occurrence of %s", operation, instance)
+		id = fresh[0]["ID"].(string)
+		g.Expect(fresh[0]["Operation State"]).To(Equal(state))
 	}, 3*time.Minute, time.Second).Should(Succeed())
+	api.seen[id] = true
 	return id
 }
 
