@@ -275,6 +275,7 @@ func (m *mapper) bindVDUs(context.Context) error {
 			spec["replicas"] = m.replicas[n.Name]
 			obj.content["spec"] = spec
 		}
+		m.labelPods(obj, n.Name)
 		m.vdus = append(m.vdus, VDU{Node: n.Name, Name: name, Workload: kind + "/" + objectName(obj.content), Replicas: m.replicas[n.Name]})
 	}
 	if len(diags) > 0 {
@@ -284,6 +285,23 @@ func (m *mapper) bindVDUs(context.Context) error {
 		return tosca.Invalid(m.in.VNFD.FlavourFile, "flavour %q maps no node to any Kubernetes object: it has no VDU (tosca.nodes.nfv.Vdu.Compute or Vdu.OsContainerDeployableUnit), and the request names no manifests or Helm chart", m.in.VNFD.Flavour)
 	}
 	return nil
+}
+
+// labelPods gives the pods of a VDU's workload the labels that say whose they are (the
+// Service's and the VDU's), as the workloads Calaf builds have them: a heal chooses pods,
+// the NFV API lists VNFC instances, by them. A Pod is labelled as every object is.
+func (m *mapper) labelPods(obj *object, node string) {
+	if asString(obj.content["kind"]) == "Pod" {
+		return
+	}
+	spec := asMap(obj.content["spec"])
+	template := asMap(spec["template"])
+	meta := asMap(template["metadata"])
+	labels := asMap(meta["labels"])
+	for k, v := range m.in.selector(node) {
+		labels[k] = v
+	}
+	meta["labels"], template["metadata"], spec["template"], obj.content["spec"] = labels, meta, template, spec
 }
 
 // missingWorkload words a VDU without a workload. When the request lists the manifests

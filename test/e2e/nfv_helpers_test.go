@@ -238,7 +238,7 @@ func newReceiver(t *testing.T, user, password string) *receiver {
 	v, err := contract.New()
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	r := &receiver{}
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.lock.Lock()
 		defer r.lock.Unlock()
 		if u, p, ok := req.BasicAuth(); !ok || u != user || p != password {
@@ -261,6 +261,11 @@ func newReceiver(t *testing.T, user, password string) *receiver {
 		r.received = append(r.received, n)
 		w.WriteHeader(http.StatusNoContent)
 	}))
+	// On the one loopback address the operator's outbound policy allows.
+	listener, err := net.Listen("tcp", net.JoinHostPort(subscriberAddress, "0"))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	server.Listener = listener
+	server.Start()
 	t.Cleanup(server.Close)
 	r.url = server.URL
 	return r

@@ -33,7 +33,7 @@ func TestNFVInterfaceWithOpenStackClient(t *testing.T) {
 	g := NewWithT(t)
 	c := framework.Connect(t)
 	ns := c.Namespace(t, "nfvo")
-	api := startNFVAPI(t, "--outbound-allow=127.0.0.1/32")
+	api := startNFVAPI(t, "--outbound-allow="+subscriberAddress+"/32")
 	nfvo := newNFVO(t, ns)
 	receiver := newReceiver(t, "nfvo", "nfvo-password")
 
