@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -109,18 +111,45 @@ func (r *ServiceReconciler) explain(ctx context.Context, a *access, svc *v1alpha
 		}
 	}
 	pods := &corev1.PodList{}
-	err := a.cached.List(ctx, pods, client.InNamespace(svc.Namespace), client.MatchingLabels{
-		v1alpha1.LabelService: svc.Name, v1alpha1.LabelNode: render.LabelValue(node.Name),
-	})
+	ofNode := client.MatchingLabels{v1alpha1.LabelService: svc.Name, v1alpha1.LabelNode: render.LabelValue(node.Name)}
+	err := a.cached.List(ctx, pods, client.InNamespace(svc.Namespace), ofNode)
 	if err != nil {
 		return "", ""
 	}
+	current := currentReplicaSet(ctx, a.direct, obj, ofNode)
 	for i := range pods.Items {
+		if current != "" && !ownedByReplicaSet(&pods.Items[i], current) {
+			continue // a pod of a revision the Deployment is leaving: its trouble is not the node's
+		}
 		if reason, message := podTrouble(&pods.Items[i]); reason != "" {
 			return reason, message
 		}
 	}
 	return "", ""
+}
+
+// currentReplicaSet names the ReplicaSet of a Deployment's current revision (its pods are
+// the ones a rollout waits for); "" for other kinds, or when it cannot be told.
+func currentReplicaSet(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured, labels client.MatchingLabels) string {
+	if obj.GetKind() != "Deployment" {
+		return ""
+	}
+	revision := obj.GetAnnotations()["deployment.kubernetes.io/revision"]
+	sets := &appsv1.ReplicaSetList{}
+	if revision == "" || reader.List(ctx, sets, client.InNamespace(obj.GetNamespace()), labels) != nil {
+		return ""
+	}
+	for _, rs := range sets.Items {
+		if metav1.IsControlledBy(&rs, obj) && rs.Annotations["deployment.kubernetes.io/revision"] == revision {
+			return rs.Name
+		}
+	}
+	return ""
+}
+
+func ownedByReplicaSet(pod *corev1.Pod, name string) bool {
+	owner := metav1.GetControllerOf(pod)
+	return owner != nil && owner.Kind == "ReplicaSet" && owner.Name == name
 }
 
 // replicaFailure returns the message of a ReplicaFailure condition (Deployments and

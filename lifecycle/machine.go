@@ -238,7 +238,8 @@ func (rn *run) decide(ctx context.Context) error {
 			to = v1alpha1.StateRollingBack
 		}
 		return rn.enter(to, "", fmt.Sprintf("retry %d: running the steps that did not succeed again", op.Spec.Retries))
-	case op.Spec.Resolution == v1alpha1.ResolutionRollback:
+	case op.Spec.Resolution == v1alpha1.ResolutionRollback && failedIn != v1alpha1.StateRollingBack:
+		// A rollback that failed waits in FAILED_TEMP too: a retry runs it again.
 		return rn.enter(v1alpha1.StateRollingBack, "", "rolling back, as asked")
 	case op.Spec.Resolution == v1alpha1.ResolutionFail:
 		if err := rn.reportAffected(ctx); err != nil {
