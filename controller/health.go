@@ -80,7 +80,10 @@ func (r *ServiceReconciler) check(ctx context.Context, a *access, h *health, svc
 		h.failed = ref + ": " + result.Message
 		return
 	}
-	if workloadKinds[obj.GetKind()] {
+	unobserved := unobservedGeneration(obj)
+	// A workload whose controller has not looked at its latest template yet has pods of an
+	// earlier one: their trouble (a broken image being rolled back) is not this template's.
+	if workloadKinds[obj.GetKind()] && !unobserved {
 		if reason, message := r.explain(ctx, a, svc, node, obj); reason != "" {
 			h.failed, h.reason = ref+": "+reason+": "+message, reason
 			return
@@ -90,7 +93,7 @@ func (r *ServiceReconciler) check(ctx context.Context, a *access, h *health, svc
 	if message == "" {
 		message = string(result.Status)
 	}
-	if unobservedGeneration(obj) {
+	if unobserved {
 		h.unobserved++
 	}
 	h.waiting = append(h.waiting, ref+": "+message)

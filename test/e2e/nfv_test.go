@@ -100,7 +100,7 @@ func TestNFVInterfaceWithOpenStackClient(t *testing.T) {
 	g.Expect(api.mustOpenstack(t, nfvo, "vnflcm", "op", "retry", failing)).To(ContainSubstring("accepted"))
 	waitRetried(t, ns, failing, 1, "FAILED_TEMP")
 	g.Expect(api.mustOpenstack(t, nfvo, "vnflcm", "op", "rollback", failing)).To(ContainSubstring("accepted"))
-	api.waitOccurrenceState(t, nfvo, failing, "ROLLED_BACK")
+	waitRolledBack(t, ns, failing)
 	g.Expect(api.showInstance(t, nfvo, id)["VNFD ID"]).To(Equal(v2.vnfdID))
 	api.mustOpenstack(t, nfvo, "vnflcm", "change-vnfpkg", id, change(broken))
 	failing = api.waitOccurrence(t, nfvo, id, "CHANGE_VNFPKG", "FAILED_TEMP")
@@ -236,6 +236,20 @@ func waitRetried(t *testing.T, ns, id string, retries int32, state string) {
 		g.Expect(suite.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: id}, op)).To(Succeed())
 		g.Expect(op.Status.Retries).To(Equal(retries))
 		g.Expect(string(op.Status.OperationState)).To(Equal(state))
+	}, 3*time.Minute, time.Second).Should(Succeed())
+}
+
+// waitRolledBack waits until an occurrence is ROLLED_BACK; otherwise it shows the
+// Operation's steps and conditions.
+func waitRolledBack(t *testing.T, ns, id string) {
+	t.Helper()
+	op := &v1alpha1.Operation{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(suite.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: id}, op)).To(Succeed())
+		g.Expect(string(op.Status.OperationState)).To(Equal("ROLLED_BACK"), func() string {
+			shown, _ := json.MarshalIndent(op.Status, "", "  ")
+			return string(shown)
+		})
 	}, 3*time.Minute, time.Second).Should(Succeed())
 }
 
