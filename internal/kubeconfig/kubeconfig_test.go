@@ -118,6 +118,12 @@ func TestVimConnectionInfoBecomesAKubeconfig(t *testing.T) {
 	if target.Config.BearerToken != "tok" || !strings.Contains(string(target.Config.CAData), "BEGIN CERTIFICATE") {
 		t.Errorf("kubeconfig config = %+v", target.Config)
 	}
+	// SOL003 v1 (Tacker's v1 API): a list, each VIM named by its id.
+	listed, err := FromVimConnectionInfo(json.RawMessage(`[{"id": "os", "vimType": "openstack"}, {"id": "k8s-east", "vimId": "c", "vimType": "kubernetes",
+	  "interfaceInfo": {"endpoint": "https://10.0.0.3:6443"}, "accessInfo": {"bearer_token": "tok3"}}]`))
+	if err != nil || listed.Name != "k8s-east" || listed.Server != "https://10.0.0.3:6443" {
+		t.Errorf("a v1 list: %+v, %v; want k8s-east", listed, err)
+	}
 	basic, err := FromVimConnectionInfo(json.RawMessage(`{"v": {"vimType": "ETSINFV.HELM.V_3", "interfaceInfo": {"endpoint": "https://h:6443"}, "accessInfo": {"username": "u", "password": "p"}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +136,8 @@ func TestVimConnectionInfoBecomesAKubeconfig(t *testing.T) {
 func TestVimConnectionInfoRefusals(t *testing.T) {
 	for name, c := range map[string]struct{ raw, want string }{
 		"no endpoint":    {`{"vim1": {"vimId": "a", "vimType": "kubernetes", "accessInfo": {"bearer_token": "t"}}}`, "no interfaceInfo.endpoint"},
-		"v1 list":        {`[{"id": "x", "vimId": "a", "vimType": "kubernetes"}]`, "is a list"},
+		"v1 list member": {`[{"id": "x", "vimType": "kubernetes", "interfaceInfo": {"endpoint": "https://a:6443"}}]`, "vimConnectionInfo.x has no credentials"},
+		"list of lists":  {`[["x"]]`, "vimConnectionInfo[0]"},
 		"no credentials": {`{"vim1": {"vimType": "kubernetes", "interfaceInfo": {"endpoint": "https://a:6443"}}}`, "no credentials"},
 		"plain http":     {`{"vim1": {"vimType": "kubernetes", "interfaceInfo": {"endpoint": "http://a:8080"}, "accessInfo": {"bearer_token": "t"}}}`, "vimConnectionInfo.vim1: cluster"},
 		"not a map":      {`"vim"`, "not a map"},
@@ -140,7 +147,7 @@ func TestVimConnectionInfoRefusals(t *testing.T) {
 			t.Errorf("%s: %v; want a refusal saying %q", name, err, c.want)
 		}
 	}
-	for _, raw := range []string{``, `null`, `{}`, `{"vim1": {"vimId": "k8s", "vimType": "ETSINFV.KUBERNETES.V_1"}}`, `{"os": {"vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3", "interfaceInfo": {"endpoint": "https://k"}}}`} {
+	for _, raw := range []string{``, `null`, `{}`, `{"vim1": {"vimId": "k8s", "vimType": "ETSINFV.KUBERNETES.V_1"}}`, `[{"id": "x", "vimId": "a", "vimType": "kubernetes"}]`, `[]`, `{"os": {"vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3", "interfaceInfo": {"endpoint": "https://k"}}}`} {
 		if _, err := FromVimConnectionInfo(json.RawMessage(raw)); !errors.Is(err, ErrNoVIM) {
 			t.Errorf("%q: %v, want ErrNoVIM", raw, err)
 		}

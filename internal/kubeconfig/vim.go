@@ -44,6 +44,37 @@ type vimConnection struct {
 	AccessInfo vimAccess `json:"accessInfo"`
 }
 
+// vimsByName reads a vimConnectionInfo: SOL003 v2's map of VIMs by name, or v1's list of
+// them, each named by its id (or "vim<index>" without one).
+func vimsByName(raw []byte) (map[string]json.RawMessage, error) {
+	if raw[0] != '[' {
+		var vims map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &vims); err != nil {
+			return nil, refused("vimConnectionInfo is not a map of VIMs: %s", firstLine(err.Error()))
+		}
+		return vims, nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, refused("vimConnectionInfo is not a list of VIMs: %s", firstLine(err.Error()))
+	}
+	vims := make(map[string]json.RawMessage, len(list))
+	for i, member := range list {
+		var named struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(member, &named); err != nil {
+			return nil, refused("vimConnectionInfo[%d]: %s", i, firstLine(err.Error()))
+		}
+		name := named.ID
+		if _, taken := vims[name]; name == "" || taken {
+			name = fmt.Sprintf("vim%d", i)
+		}
+		vims[name] = member
+	}
+	return vims, nil
+}
+
 // vimAccess is a VIM's accessInfo.
 type vimAccess struct {
 	BearerToken string `json:"bearer_token"`
@@ -55,13 +86,13 @@ type vimAccess struct {
 // credentials.
 var ErrNoVIM = errors.New("vimConnectionInfo holds no Kubernetes VIM")
 
-// FromVimConnectionInfo makes a kubeconfig of the Kubernetes VIM of a SOL003 v2
-// vimConnectionInfo (a map of VIMs by name): interfaceInfo.endpoint (the API server),
+// FromVimConnectionInfo makes a kubeconfig of the Kubernetes VIM of a SOL003
+// vimConnectionInfo (v2's map of VIMs by name, or v1's list of them by id): interfaceInfo.endpoint (the API server),
 // interfaceInfo.ssl_ca_cert (its CA, PEM; without it the system's roots are trusted),
 // accessInfo.bearer_token, or accessInfo.username and password — as Tacker reads them. With
 // several Kubernetes VIMs the first by name is taken. It returns ErrNoVIM when there is
 // none (a null or empty map, or VIMs of other types), and a *RefusedError for one that
-// cannot be used: a v1 list, an endpoint without credentials or credentials without an
+// cannot be used: an endpoint without credentials or credentials without an
 // endpoint, or what Parse refuses. A Kubernetes VIM known by its id alone is the VIM of
 // the VNFM itself (the operator's own cluster), as Tacker's default VIM is: ErrNoVIM.
 func FromVimConnectionInfo(raw json.RawMessage) (*VIM, error) {
@@ -69,12 +100,9 @@ func FromVimConnectionInfo(raw json.RawMessage) (*VIM, error) {
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return nil, ErrNoVIM
 	}
-	if trimmed[0] == '[' {
-		return nil, refused("vimConnectionInfo is a list (SOL003 v1, VIMs registered elsewhere by id): give a map of VIMs with interfaceInfo and accessInfo")
-	}
-	var vims map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &vims); err != nil {
-		return nil, refused("vimConnectionInfo is not a map of VIMs: %s", firstLine(err.Error()))
+	vims, err := vimsByName(trimmed)
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(vims))
 	for name := range vims {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,23 @@ func trustClusterRBAC(t *testing.T, c *framework.Cluster, ns string) string {
 	return policyFile
 }
 
+// onThisCluster writes a copy of an instantiate request whose Kubernetes VIM is known by
+// its vimId alone (the VNFM's own cluster, as Tacker's default VIM) instead of the
+// endpoint and token of a cluster that does not exist, and returns its path.
+func onThisCluster(t *testing.T, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var request map[string]any
+	if err := json.Unmarshal(data, &request); err != nil {
+		t.Fatal(err)
+	}
+	request["vimConnectionInfo"] = map[string]any{"vim1": map[string]any{"vimId": "default", "vimType": "ETSINFV.KUBERNETES.V_1"}}
+	return writeJSON(t, request)
+}
+
 // Tacker's request shapes on the one-node cluster, with the admin's policy trusting the
 // namespace with cluster RBAC: the all-kinds manifest request (ClusterRole and binding,
 // Role, quota, limits, lease, pod template, controller revision, Job, HPA, create-only
@@ -81,7 +99,7 @@ func TestEtsiTackerCNF(t *testing.T) {
 	policy := trustClusterRBAC(t, c, ns)
 
 	// calaf deploy checks the render against the same policy before it creates the Service.
-	calaf(t, "deploy", "kinds", "test/etsi/cnf-tacker", "-n", ns, "--instantiate", "test/etsi/cnf-tacker.all-kinds.json", "--policy", policy)
+	calaf(t, "deploy", "kinds", "test/etsi/cnf-tacker", "-n", ns, "--instantiate", onThisCluster(t, "test/etsi/cnf-tacker.all-kinds.json"), "--policy", policy)
 	calaf(t, "deploy", "helm", "test/etsi/cnf-tacker", "-n", ns, "--instantiate", "test/etsi/cnf-tacker.helm-v1.json")
 	svc := expectVNF(t, ns, "kinds", map[string]int32{"VDU1": 2, "VDU2": 1}, map[string]int32{"vdu1_aspect": 1})
 	// status.warnings keeps the first 20: the idioms of the package come first.
