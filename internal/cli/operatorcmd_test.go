@@ -3,12 +3,16 @@
 package cli
 
 import (
+	"context"
 	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,13 +79,19 @@ func TestOperatorAPIClientCompression(t *testing.T) {
 // over TLS, instead of opening new ones all the time (Go's default transport keeps 2), and
 // that over TLS it leaves client-go's own transport alone and still asks for no gzip.
 func TestOperatorAPIClientConnections(t *testing.T) {
+	const concurrent, rounds = 8, 3
 	var mu sync.Mutex
 	opened := 0
 	encodings := map[string]int{}
+	// Every request of a round waits for the others: the round's requests are in flight
+	// at once, so each needs a connection of its own.
+	var inRound sync.WaitGroup
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		encodings[r.Header.Get("Accept-Encoding")]++
 		mu.Unlock()
+		inRound.Done()
+		inRound.Wait()
 		_, _ = w.Write([]byte(`{}`))
 	})
 	countNew := func(_ net.Conn, state http.ConnState) {
@@ -118,20 +128,22 @@ func TestOperatorAPIClientConnections(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		const concurrent, rounds = 8, 3
+		// returned counts the connections handed back to the client's pool (or closed,
+		// when the pool is full): a round starts when the last one's all are back.
+		var returned atomic.Int32
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{PutIdleConn: func(error) { returned.Add(1) }})
 		for round := range rounds {
 			if round == 1 {
-				// The first round opened the connections (and may have dialed more than it
-				// used): from now on they should serve.
-				time.Sleep(100 * time.Millisecond)
 				mu.Lock()
-				opened = 0
+				opened = 0 // the first round opened the connections: from now on they should serve
 				mu.Unlock()
 			}
+			inRound.Add(concurrent)
 			var wg sync.WaitGroup
 			for range concurrent {
 				wg.Go(func() {
-					resp, err := client.Get(tc.config.Host + "/api")
+					request, _ := http.NewRequestWithContext(ctx, http.MethodGet, tc.config.Host+"/api", nil)
+					resp, err := client.Do(request)
 					if err != nil {
 						t.Error(err)
 						return
@@ -141,9 +153,13 @@ func TestOperatorAPIClientConnections(t *testing.T) {
 				})
 			}
 			wg.Wait()
+			deadline := time.Now().Add(10 * time.Second)
+			for returned.Load() < int32(concurrent*(round+1)) && time.Now().Before(deadline) {
+				runtime.Gosched()
+			}
 		}
 		mu.Lock()
-		if opened > 2 {
+		if opened != 0 {
 			t.Errorf("%s: %d more requests, %d at a time, opened %d more connections: those of the first should serve", tc.name, concurrent*(rounds-1), concurrent, opened)
 		}
 		if encodings[""] != concurrent*rounds {

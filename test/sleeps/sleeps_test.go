@@ -21,9 +21,6 @@ import (
 // (trimmed), and why it asserts no absence.
 func allowed() map[string]map[string]string {
 	return map[string]map[string]string{
-		"internal/cli/operatorcmd_test.go": {
-			"time.Sleep(100 * time.Millisecond)": "lets the first round's extra dials finish before the counter of opened connections is reset; the counter proves the absence, and a dial later than the sleep fails the test rather than hides",
-		},
 		"lifecycle/suite_test.go": {
 			"time.Sleep(100 * time.Millisecond)": "the loop of the stand-in workload controller (readyWorkloads), which plays kube-controller-manager on the API-server test ground: polling, asserts nothing",
 		},
