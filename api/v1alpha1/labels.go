@@ -8,7 +8,10 @@ const (
 	LabelService          = "calaf.io/service"
 	LabelServiceNamespace = "calaf.io/service-namespace"
 	LabelNode             = "calaf.io/node"
-	AnnotationNodeType    = "calaf.io/node-type"
+	// LabelParent names, on a Service made of a substituted node template, the Service
+	// whose node it is.
+	LabelParent        = "calaf.io/parent"
+	AnnotationNodeType = "calaf.io/node-type"
 )
 
 // A Service as a SOL003 VNF instance: what SOL003 says of an instance that Kubernetes has no

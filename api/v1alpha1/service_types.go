@@ -121,6 +121,14 @@ type ServiceSpec struct {
 	// +optional
 	Rollback RollbackPolicy `json:"rollback,omitempty"`
 
+	// Template is the service template of the package to deploy instead of its entry: a
+	// file of the package whose topology substitutes a node type (TOSCA
+	// substitution_mappings). Calaf sets it on the Services it makes of the node templates
+	// such a template substitutes (docs/multicluster.md).
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Template string `json:"template,omitempty"`
+
 	// KubeConfig, when set, deploys the Service into another cluster: everything it does
 	// to objects and pods — the take-over check, apply, prune, drift repair, health, the
 	// operations run in its pods, the lifecycle occurrences, deletion and orphaning —
@@ -410,6 +418,10 @@ type NodeStatus struct {
 	// Operations run on the node.
 	// +optional
 	Operations []NodeOperationStatus `json:"operations,omitempty"`
+	// Service is the Service a node template substituted by a service template of the
+	// package is deployed as (in the Service's namespace).
+	// +optional
+	Service string `json:"service,omitempty"`
 }
 
 // NodeOperationStatus is the last run of a lifecycle operation on a node.
