@@ -16,6 +16,10 @@ type CompileOptions struct {
 	Flavour string
 	// Strict refuses the real-world idioms that are otherwise tolerated with a warning.
 	Strict bool
+	// Entry names the file compiled when it is not the package's entry (a service
+	// template substituting a node type, made the entry by Package.WithEntry): the
+	// compile is cached apart from the entry's.
+	Entry string `json:",omitempty"`
 }
 
 // IsZero tells whether the options are the defaults.
