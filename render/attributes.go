@@ -80,8 +80,8 @@ func toNotation(value any) ard.StringMap {
 	return ard.StringMap{"$primitive": value}
 }
 
-var pathSegment = regexp.MustCompile(`^([^\[\]]*)((?:\[\d+\])*)$`)
-var pathIndex = regexp.MustCompile(`\[(\d+)\]`)
+var pathSegment = regexp.MustCompile(`^([^\[\]]*)((?:\[[^\[\]]+\])*)$`)
+var pathIndex = regexp.MustCompile(`\[([^\[\]]+)\]`)
 
 // MaxAttributeDefaultBytes bounds the default of an attribute mapping, as JSON: the value
 // goes into the Service's status when its object has none.
@@ -171,7 +171,8 @@ func (n *Node) Observe(live map[string]*unstructured.Unstructured) map[string]an
 	return values
 }
 
-// lookup follows a dotted path with list indexes ("status.loadBalancer.ingress[0].ip").
+// lookup follows a dotted path with list indexes ("status.loadBalancer.ingress[0].ip")
+// or selectors ("status.nodes[name=db].attributes.url").
 func lookup(object map[string]any, path string) (any, bool) {
 	var current any = object
 	for _, segment := range strings.Split(path, ".") {
@@ -189,15 +190,34 @@ func lookup(object map[string]any, path string) (any, bool) {
 			}
 		}
 		for _, index := range pathIndex.FindAllStringSubmatch(m[2], -1) {
-			i, _ := strconv.Atoi(index[1])
 			list, ok := current.([]any)
-			if !ok || i >= len(list) {
+			if !ok {
 				return nil, false
 			}
-			current = list[i]
+			if current, ok = listItem(list, index[1]); !ok {
+				return nil, false
+			}
 		}
 	}
 	return current, current != nil
+}
+
+// listItem selects an item of a list: by index ("0"), or the first map whose field has a
+// value ("name=db").
+func listItem(list []any, selector string) (any, bool) {
+	if field, value, ok := strings.Cut(selector, "="); ok {
+		for _, item := range list {
+			if m, isMap := item.(map[string]any); isMap && fmt.Sprint(m[field]) == value {
+				return item, true
+			}
+		}
+		return nil, false
+	}
+	i, err := strconv.Atoi(selector)
+	if err != nil || i < 0 || i >= len(list) {
+		return nil, false
+	}
+	return list[i], true
 }
 
 func keyBy(value any, key, field string) any {

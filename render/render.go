@@ -238,6 +238,9 @@ func (r *Renderer) renderUncached(ctx contextpkg.Context, compiled *tosca.Compil
 	if err := mapVNF(ctx, compiled, data, result, opts, r.Charts); err != nil {
 		return nil, err
 	}
+	if err := applyPlacements(result, data); err != nil {
+		return nil, err
+	}
 	if err := applyLifecycle(result, data, opts); err != nil {
 		return nil, err
 	}

@@ -60,6 +60,9 @@ type Node struct {
 	Attributes map[string]AttributeSource
 	Operations []Operation
 	Artifacts  map[string]Artifact
+	// Placement, set by a calaf.policies.Placement policy, says where the Service of a
+	// substituted node template runs; nil: where the Service itself does.
+	Placement *Placement `json:",omitempty"`
 }
 
 // Relationship is a resolved requirement of a node.
