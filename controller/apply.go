@@ -421,6 +421,9 @@ func (r *ServiceReconciler) cachedObject(gvk schema.GroupVersionKind) client.Obj
 }
 
 func isWatchedKind(gvk schema.GroupVersionKind) bool {
+	if gvk == serviceGVK {
+		return true // the child Services of substituted nodes: read typed, as every Service
+	}
 	for _, kind := range watchedKinds {
 		if kind == gvk {
 			return true

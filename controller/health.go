@@ -69,6 +69,10 @@ var workloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Da
 
 // check adds an object's health: current, failed, or not yet and why.
 func (r *ServiceReconciler) check(ctx context.Context, a *access, h *health, svc *v1alpha1.Service, node *render.Node, ref string, obj *unstructured.Unstructured) {
+	if isCalafService(obj.GroupVersionKind()) {
+		checkService(h, ref, obj)
+		return
+	}
 	result, err := status.Compute(obj)
 	switch {
 	case err != nil:
@@ -220,4 +224,36 @@ func podTrouble(pod *corev1.Pod) (reason, message string) {
 		return waiting.Reason, strings.TrimSuffix(message, ": ")
 	}
 	return "", ""
+}
+
+// checkService adds the health of a Service of Calaf's (a child): current when Ready for
+// its generation, failed when Stalled (its reason kept), else not yet, saying why; one
+// with no condition yet has not been looked at by its reconciler.
+func checkService(h *health, ref string, obj *unstructured.Unstructured) {
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	var ready, stalledCondition map[string]any
+	for _, c := range conditions {
+		condition, _ := c.(map[string]any)
+		switch condition["type"] {
+		case v1alpha1.ConditionReady:
+			ready = condition
+		case v1alpha1.ConditionStalled:
+			stalledCondition = condition
+		}
+	}
+	observed, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	readyGeneration, _, _ := unstructured.NestedInt64(ready, "observedGeneration")
+	switch {
+	case ready == nil:
+		h.waiting, h.unobserved = append(h.waiting, ref+": not reconciled yet"), h.unobserved+1
+	case ready["status"] == string(metav1.ConditionTrue) && observed == obj.GetGeneration() && readyGeneration == obj.GetGeneration():
+	case stalledCondition != nil && stalledCondition["status"] == string(metav1.ConditionTrue):
+		reason, _ := stalledCondition["reason"].(string)
+		message, _ := stalledCondition["message"].(string)
+		h.failed, h.reason = ref+": "+reason+": "+message, reason
+	default:
+		reason, _ := ready["reason"].(string)
+		message, _ := ready["message"].(string)
+		h.waiting = append(h.waiting, ref+": "+reason+": "+message)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	"calaf.io/calaf/internal/clusters"
 	"calaf.io/calaf/internal/lru"
 	"calaf.io/calaf/orchestration"
+	"calaf.io/calaf/render"
 	sourcepkg "calaf.io/calaf/source"
 )
 
@@ -90,6 +92,19 @@ type access struct {
 	writer client.Client
 	// manager applies staged objects (and waits) with writer.
 	manager *ssa.ResourceManager
+	// home is the access of the operator's cluster, as the Service acts there, when its
+	// objects are in a target cluster: where its child Services are (route).
+	home *access
+}
+
+// route is the access of the objects of a kind: the Services made of substituted nodes
+// are in the operator's cluster beside their parent, whatever cluster the parent's other
+// objects are in.
+func (a *access) route(gvk schema.GroupVersionKind) *access {
+	if a.home != nil && isCalafService(gvk) {
+		return a.home
+	}
+	return a
 }
 
 // user is the impersonated user name, empty for the operator, and for a target cluster
@@ -181,4 +196,12 @@ func (r *ServiceReconciler) accessFor(svc *v1alpha1.Service) (*access, error) {
 // isNoMatch tells whether err says the kind is not served by the API.
 func isNoMatch(err error) bool {
 	return err != nil && (apimeta.IsNoMatchError(err) || strings.Contains(err.Error(), "no matches for kind"))
+}
+
+// forNode is the access of a node's objects (route of its first).
+func (a *access) forNode(node *render.Node) *access {
+	if len(node.Objects) == 0 {
+		return a
+	}
+	return a.route(node.Objects[0].GroupVersionKind())
 }

@@ -82,7 +82,7 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 	var node string
 	var batch []*unstructured.Unstructured
 	for i := len(svc.Status.Inventory) - 1; i >= 0; i-- {
-		live, err := ownedLive(ctx, a.direct, svc, svc.Status.Inventory[i])
+		live, err := ownedLive(ctx, a, svc, svc.Status.Inventory[i])
 		if err != nil {
 			return false, err
 		}
@@ -106,7 +106,7 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 	var deleting []string
 	for _, obj := range batch {
 		if obj.GetDeletionTimestamp() == nil {
-			if err := a.writer.Delete(ctx, obj, client.PropagationPolicy(propagationFor(obj))); err != nil && !apierrors.IsNotFound(err) {
+			if err := a.route(obj.GroupVersionKind()).writer.Delete(ctx, obj, client.PropagationPolicy(propagationFor(obj))); err != nil && !apierrors.IsNotFound(err) {
 				return false, fmt.Errorf("deleting %s %s: %w", obj.GetKind(), obj.GetName(), err)
 			}
 		}
@@ -197,28 +197,29 @@ func (r *ServiceReconciler) orphan(ctx context.Context, svc *v1alpha1.Service) (
 		return false, err
 	}
 	for _, entry := range svc.Status.Inventory {
-		live, err := ownedLive(ctx, a.direct, svc, entry)
+		live, err := ownedLive(ctx, a, svc, entry)
 		if err != nil {
 			return false, err
 		}
 		if live == nil {
 			continue
 		}
-		if err := a.writer.Patch(ctx, live, unlabel()); err != nil && !apierrors.IsNotFound(err) {
+		if err := a.route(live.GroupVersionKind()).writer.Patch(ctx, live, unlabel()); err != nil && !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("orphaning %s %s: %w", live.GetKind(), live.GetName(), err)
 		}
 	}
 	return true, nil
 }
 
-// ownedLive reads the live object of an inventory entry from the API server with reader;
-// nil when it is gone, no longer carries this Service's labels, or the entry is malformed.
-func ownedLive(ctx context.Context, reader client.Reader, svc *v1alpha1.Service, entry v1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
+// ownedLive reads the live object of an inventory entry from the API server of its
+// cluster (access.route); nil when it is gone, no longer carries this Service's labels,
+// or the entry is malformed.
+func ownedLive(ctx context.Context, a *access, svc *v1alpha1.Service, entry v1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
 	obj, err := entryObject(entry)
 	if err != nil {
 		return nil, nil
 	}
-	live, err := getLiveUncached(ctx, reader, obj)
+	live, err := getLiveUncached(ctx, a.route(obj.GroupVersionKind()).direct, obj)
 	if err != nil || live == nil || !ownedBy(live, svc) {
 		return nil, err
 	}

@@ -113,7 +113,7 @@ func (r *ServiceReconciler) applyWave(ctx context.Context, s *scope, recorded in
 	var wg sync.WaitGroup
 	for i, node := range nodes {
 		wg.Go(func() {
-			applies[i].result, applies[i].err = r.applyObjects(ctx, s.access, s.Service, recorded, node.Objects)
+			applies[i].result, applies[i].err = r.applyObjects(ctx, s.access.forNode(node), s.Service, recorded, node.Objects)
 		})
 	}
 	wg.Wait()
@@ -147,7 +147,7 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 		}
 		return outcome
 	}
-	if s.access.watchedByOperator() {
+	if s.access.forNode(node).watchedByOperator() {
 		for _, obj := range node.Objects {
 			r.ensureWatched(obj.GroupVersionKind())
 		}
@@ -173,6 +173,9 @@ func (s *scope) nodeStatus(node *render.Node) *v1alpha1.NodeStatus {
 	st.DependsOn = node.DependsOn
 	for _, obj := range node.Objects {
 		st.Objects = append(st.Objects, obj.GetKind()+"/"+obj.GetName())
+		if isCalafService(obj.GroupVersionKind()) {
+			st.Service = obj.GetName()
+		}
 	}
 	return st
 }
@@ -204,10 +207,11 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.
 			h.waiting, h.unobserved = append(h.waiting, ref+": not observed yet"), h.unobserved+1
 			continue
 		}
+		a := s.access.route(obj.GroupVersionKind())
 		current, readBefore := read[ref]
 		var err error
 		if !readBefore {
-			current, err = r.getLive(ctx, s.access.cached, obj)
+			current, err = r.getLive(ctx, a.cached, obj)
 		}
 		if fresh, ok := applied[ref]; ok && (current == nil || newer(fresh, current)) {
 			current, err = fresh, nil
@@ -217,7 +221,7 @@ func (r *ServiceReconciler) observe(ctx context.Context, s *scope, node *render.
 			continue
 		}
 		live[ref] = current
-		r.check(ctx, s.access, &h, s.Service, node, ref, current)
+		r.check(ctx, a, &h, s.Service, node, ref, current)
 	}
 	s.Live[node.Name] = live
 	values := node.Observe(secretless(live))

@@ -343,6 +343,9 @@ func (r *ServiceReconciler) reconcileCompile(ctx context.Context, s *scope) erro
 	if err != nil {
 		return err
 	}
+	if err := s.useTemplate(&opts); err != nil {
+		return err
+	}
 	s.Instantiate, s.compileOpts = request, opts
 	s.compileKey = tosca.CompileKey(s.Artifact.Package.Digest, inputs, opts)
 	if !r.renderedBefore(s) {
@@ -439,6 +442,10 @@ type compiledFacts struct {
 	templateName, templateVersion string
 	// flavours are the deployment flavours of a VNF package.
 	flavours []string
+	// substitutes are the package's service templates that substitute node types
+	// (substitution.go); substituteErr says why they cannot be used.
+	substitutes   []tosca.Substitute
+	substituteErr string
 }
 
 func factsOf(compiled *tosca.Compiled) compiledFacts {
@@ -447,6 +454,11 @@ func factsOf(compiled *tosca.Compiled) compiledFacts {
 		facts.policyEntry, facts.flavours = vnfd.FlavourFile, vnfd.Flavours
 	}
 	facts.templateName, facts.templateVersion = templateMetadata(compiled)
+	if subs, err := compiled.Package.Substitutes(); err != nil {
+		facts.substituteErr = err.Error()
+	} else {
+		facts.substitutes = subs
+	}
 	return facts
 }
 
@@ -479,6 +491,10 @@ func (r *ServiceReconciler) reconcileRender(ctx context.Context, s *scope) error
 		return err
 	}
 	if err := r.authorize(ctx, s, result); err != nil {
+		return err
+	}
+	result, err := r.substitute(s, result)
+	if err != nil {
 		return err
 	}
 	s.Result = result

@@ -34,7 +34,8 @@ func (r *ServiceReconciler) reconcilePrune(ctx context.Context, s *scope) error 
 		if err != nil {
 			continue
 		}
-		live, err := getLiveUncached(ctx, s.access.direct, obj)
+		a := s.access.route(obj.GroupVersionKind())
+		live, err := getLiveUncached(ctx, a.direct, obj)
 		if err != nil {
 			failure = err
 			kept = append(kept, entry)
@@ -47,7 +48,7 @@ func (r *ServiceReconciler) reconcilePrune(ctx context.Context, s *scope) error 
 			r.warn(svc, "PruneSkipped", "%s %s no longer carries this Service's labels: left alone", obj.GetKind(), obj.GetName())
 			continue
 		}
-		if err := s.access.writer.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		if err := a.writer.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 			failure = err
 			kept = append(kept, entry)
 			continue

@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/render"
+	"calaf.io/calaf/tosca"
+)
+
+// A substituted node's attributes are its child's outputs and, for its attribute
+// mappings, attributes of the child's nodes: read from the child's status as it is.
+func TestChildAttributes(t *testing.T) {
+	parent := &v1alpha1.Service{}
+	parent.Name, parent.Namespace, parent.UID = "core", "tenant", "uid-1"
+	node := &render.Node{Name: "db", Type: "example.nodes.Database", Properties: map[string]any{"name": "orders", "size": int64(3), "unmapped": "x"}}
+	sub := tosca.Substitute{File: "database.yaml", NodeType: "example.nodes.Database", Inputs: map[string]string{"name": "name", "size": "replicas"},
+		Outputs: []string{"url"}, Attributes: map[string][2]string{"leader": {"postgres", "pod_ip"}}}
+	s := &scope{Service: parent}
+	child, err := (&ServiceReconciler{}).childNode(s, node, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
+		"outputs": map[string]any{"url": "postgres://orders:5432"},
+		"nodes": []any{
+			map[string]any{"name": "schema", "attributes": map[string]any{"pod_ip": "10.0.0.1"}},
+			map[string]any{"name": "postgres", "attributes": map[string]any{"pod_ip": "10.0.0.9"}},
+		},
+	}}}
+	got := child.Observe(map[string]*unstructured.Unstructured{"Service/core-db": live})
+	if got["url"] != "postgres://orders:5432" || got["leader"] != "10.0.0.9" || len(got) != 2 {
+		t.Errorf("attributes = %v", got)
+	}
+	spec, _, _ := unstructured.NestedMap(child.Objects[0].Object, "spec", "inputs")
+	if len(spec) != 2 || spec["name"] != "orders" || spec["replicas"] != int64(3) {
+		t.Errorf("inputs = %v: the mapped properties, by the inputs they feed", spec)
+	}
+}
+
+// A placement policy may place only a node some template substitutes: placing another is
+// the package's mistake, said with the node and the policy.
+func TestPlacementOfANodeNotSubstituted(t *testing.T) {
+	placed := &render.Node{Name: "app", Type: "calaf.nodes.ConfigMap", Placement: &render.Placement{Policy: "app_at_site_a", KubeconfigSecret: "site-a"}}
+	db := &render.Node{Name: "db", Type: "example.nodes.Database", Placement: &render.Placement{Policy: "db_at_site_a", KubeconfigSecret: "site-a"}}
+	subs := []tosca.Substitute{{File: "database.yaml", NodeType: "example.nodes.Database"}}
+	if err := misplaced(&render.Result{Nodes: []*render.Node{db}}, subs); err != nil {
+		t.Errorf("a substituted node placed: %v", err)
+	}
+	err := misplaced(&render.Result{Nodes: []*render.Node{db, placed}}, subs)
+	var pe *phaseError
+	if !errors.As(err, &pe) || pe.reason != v1alpha1.ReasonInvalidPackage || !strings.Contains(err.Error(), `node app: placed by policy "app_at_site_a"`) {
+		t.Errorf("a node no template substitutes, placed: %v", err)
+	}
+}
