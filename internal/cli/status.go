@@ -41,9 +41,42 @@ func newStatusCommand() *cobra.Command {
 			if wait.wait {
 				return waitForService(ctx, cmd.OutOrStdout(), c, client.ObjectKeyFromObject(svc), svc.Generation, wait.timeout)
 			}
-			return printServiceStatus(cmd.OutOrStdout(), svc, output)
+			if err := printServiceStatus(cmd.OutOrStdout(), svc, output); err != nil || output != "text" {
+				return err
+			}
+			return printChildren(ctx, cmd.OutOrStdout(), c, svc, 1)
 		},
 	}.command()
+}
+
+// maxTreeDepth bounds how deep calaf status follows the Services of substituted nodes.
+const maxTreeDepth = 5
+
+// printChildren writes the status of the Services a Service's substituted nodes are
+// deployed as (status.nodes[].service), indented under it, and theirs in turn.
+func printChildren(ctx context.Context, out io.Writer, c client.Client, svc *v1alpha1.Service, depth int) error {
+	if depth > maxTreeDepth {
+		return nil
+	}
+	indent := strings.Repeat("    ", depth)
+	for _, node := range svc.Status.Nodes {
+		if node.Service == "" {
+			continue
+		}
+		child := &v1alpha1.Service{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: svc.Namespace, Name: node.Service}, child); err != nil {
+			fmt.Fprintf(out, "\n%snode %s: Service %s: %v\n", indent, node.Name, node.Service, err)
+			continue
+		}
+		fmt.Fprintf(out, "\n%snode %s is Service %s:\n", indent, node.Name, node.Service)
+		for _, line := range strings.Split(strings.TrimRight(describe(child), "\n"), "\n") {
+			fmt.Fprintf(out, "%s%s\n", indent, line)
+		}
+		if err := printChildren(ctx, out, c, child, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // printServiceStatus writes a Service's status in the output format.
@@ -113,6 +146,9 @@ func describe(svc *v1alpha1.Service) string {
 			details := node.Message
 			if node.WaitingFor != "" && node.Phase != v1alpha1.NodeReady {
 				details = "waiting for " + node.WaitingFor
+			}
+			if node.Service != "" {
+				details = "Service " + node.Service + ": " + details
 			}
 			for _, op := range node.Operations {
 				details += fmt.Sprintf(" [%s: %s]", op.Name, op.Phase)
