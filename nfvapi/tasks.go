@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
@@ -316,18 +317,8 @@ func (r *request) startOccurrence(s *Server, svc *v1alpha1.Service, spec v1alpha
 			Labels: map[string]string{v1alpha1.LabelService: svc.Name}},
 		Spec: spec,
 	}
-	// Take the instance's turn first (an update of the Service version read): a request
-	// on another replica that read the same version fails its update; one that reads the
-	// turn sees it taken until the occurrence is there to be found.
-	turn := svc.DeepCopy()
-	if turn.Annotations == nil {
-		turn.Annotations = map[string]string{}
-	}
-	turn.Annotations[annotationOccurrence] = pendingPrefix + s.cfg.Now().UTC().Format(time.RFC3339)
-	if err := r.client.Update(r.Context(), turn); err != nil {
-		if apierrors.IsConflict(err) {
-			return 0, nil, sol013.Errorf(http.StatusConflict, "another request on the VNF instance %s is being carried out; ask again", svc.Name)
-		}
+	turn, err := r.takeTurn(s, svc)
+	if err != nil {
 		return 0, nil, err
 	}
 	if err := r.client.Create(r.Context(), op); err != nil {
@@ -338,6 +329,37 @@ func (r *request) startOccurrence(s *Server, svc *v1alpha1.Service, spec v1alpha
 	_ = r.client.Patch(r.Context(), turn, patch)
 	r.header.Set("Location", r.base(s)+"/vnflcm/v2/vnf_lcm_op_occs/"+op.Name)
 	return http.StatusAccepted, nil, nil
+}
+
+// takeTurn takes the instance's turn (an update of the Service version read): a request
+// on another replica that read the same version fails its update; one that reads the turn
+// sees it taken until the occurrence is there to be found. An update refused only because
+// the operator changed the Service meanwhile (its status, a finalizer) reads it again and
+// tries again; a turn another request took is a 409.
+func (r *request) takeTurn(s *Server, svc *v1alpha1.Service) (*v1alpha1.Service, error) {
+	var turn *v1alpha1.Service
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if turn != nil { // an earlier attempt was refused: read the Service again
+			current, err := r.service(svc.Name)
+			if err != nil {
+				return err
+			}
+			if busy, err := r.activeOccurrence(s, current); err != nil || busy != "" {
+				return orConflict(err, current, busy)
+			}
+			svc = current
+		}
+		turn = svc.DeepCopy()
+		if turn.Annotations == nil {
+			turn.Annotations = map[string]string{}
+		}
+		turn.Annotations[annotationOccurrence] = pendingPrefix + s.cfg.Now().UTC().Format(time.RFC3339)
+		return r.client.Update(r.Context(), turn)
+	})
+	if apierrors.IsConflict(err) {
+		return nil, sol013.Errorf(http.StatusConflict, "another request on the VNF instance %s is being carried out; ask again", svc.Name)
+	}
+	return turn, err
 }
 
 // pendingPrefix marks a turn taken whose occurrence is being created; a turn older than
