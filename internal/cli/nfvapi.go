@@ -32,9 +32,25 @@ import (
 	"calaf.io/calaf/source"
 )
 
+// restConfig is the server's connection to the API server. Each caller's client has a rate
+// limiter of its own at its settings (--kube-api-qps, --kube-api-burst): client-go's
+// default of 5 requests per second would make a caller's list of 1,000 instances wait.
+func (f *nfvAPIFlags) restConfig() (*rest.Config, error) {
+	config, err := f.kube.config()
+	if err != nil {
+		return nil, err
+	}
+	if err := f.apiClient.configure(config); err != nil {
+		return nil, err
+	}
+	config.UserAgent = "calaf-nfv-api"
+	return config, nil
+}
+
 // nfvAPIFlags are the settings of calaf nfv-api.
 type nfvAPIFlags struct {
 	kube                        kubeFlags
+	apiClient                   apiClientFlags
 	listen                      string
 	certFile, keyFile           string
 	certSecret                  string
@@ -93,7 +109,11 @@ func (c *contentFlags) store() (*content.Store, error) {
 }
 
 func newNFVAPICommand() *cobra.Command {
-	f := nfvAPIFlags{}
+	return nfvAPICommand(&nfvAPIFlags{})
+}
+
+// nfvAPICommand is calaf nfv-api, its flags parsed into f.
+func nfvAPICommand(f *nfvAPIFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "nfv-api",
 		Short: "Serve the ETSI NFV interfaces (SOL003 VNF LCM, VNF package management) over REST",
@@ -105,6 +125,7 @@ func newNFVAPICommand() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	f.kube.register(cmd)
+	f.apiClient.register(fl)
 	f.content.register(cmd)
 	fl.StringVar(&f.listen, "listen", ":9443", "address to serve on")
 	fl.StringVar(&f.certFile, "tls-cert-file", "", "PEM certificate to serve (re-read when it changes, e.g. a mounted cert-manager Secret)")
@@ -127,11 +148,10 @@ func newNFVAPICommand() *cobra.Command {
 
 func (f *nfvAPIFlags) run(ctx context.Context) error {
 	log := zap.New()
-	config, err := f.kube.config()
+	config, err := f.restConfig()
 	if err != nil {
 		return err
 	}
-	config.UserAgent = "calaf-nfv-api"
 	cfg, err := f.serverConfig()
 	if err != nil {
 		return usageError{err}
