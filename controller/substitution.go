@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 )
@@ -43,7 +44,7 @@ const AnnotationNesting = "calaf.io/nesting"
 // the render being shared by the cache.
 func (r *ServiceReconciler) substitute(s *scope, result *render.Result) (*render.Result, error) {
 	if s.facts.substituteErr != "" {
-		return nil, stalled(v1alpha1.ConditionApplied, v1alpha1.ReasonInvalidPackage, "%s", s.facts.substituteErr)
+		return nil, stalled(v1alpha1.ConditionCompiled, v1alpha1.ReasonInvalidPackage, "%s", s.facts.substituteErr)
 	}
 	if err := misplaced(result, s.facts.substitutes); err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func (r *ServiceReconciler) substitute(s *scope, result *render.Result) (*render
 func misplaced(result *render.Result, subs []tosca.Substitute) error {
 	for _, node := range result.Nodes {
 		if _, ok := substituteOf(node, subs); !ok && node.Placement != nil {
-			return stalled(v1alpha1.ConditionApplied, v1alpha1.ReasonInvalidPackage,
+			return stalled(v1alpha1.ConditionCompiled, v1alpha1.ReasonInvalidPackage,
 				"node %s: placed by policy %q, but no service template of the package substitutes its type %s", node.Name, node.Placement.Policy, node.Type)
 		}
 	}
@@ -94,13 +95,17 @@ func substituteOf(node *render.Node, subs []tosca.Substitute) (tosca.Substitute,
 func (r *ServiceReconciler) childNode(s *scope, node *render.Node, sub tosca.Substitute) (*render.Node, error) {
 	parent := s.Service
 	if len(node.Objects) > 0 {
-		return nil, stalled(v1alpha1.ConditionApplied, v1alpha1.ReasonInvalidPackage,
+		return nil, stalled(v1alpha1.ConditionCompiled, v1alpha1.ReasonInvalidPackage,
 			"node %s: its type %s is substituted by %s, and renders objects of its own too", node.Name, sub.NodeType, sub.File)
 	}
 	depth, _ := strconv.Atoi(parent.Annotations[AnnotationNesting])
 	if depth >= maxNesting {
-		return nil, stalled(v1alpha1.ConditionApplied, v1alpha1.ReasonInvalidPackage,
+		return nil, stalled(v1alpha1.ConditionCompiled, v1alpha1.ReasonInvalidPackage,
 			"node %s: Services nest at most %d deep (%s substitutes %s under %d parents)", node.Name, maxNesting, sub.File, sub.NodeType, depth)
+	}
+	if property, ok := secretProperty(node, sub, s.Redact); ok {
+		return nil, stalled(v1alpha1.ConditionCompiled, v1alpha1.ReasonInvalidInputs,
+			"node %s: property %s holds a value read from a Secret, and would be written in the spec of the Service %s substitutes it with", node.Name, property, sub.File)
 	}
 	child, err := childService(parent, node, sub, depth+1)
 	if err != nil {
@@ -180,6 +185,20 @@ func childInputs(node *render.Node, sub tosca.Substitute) (map[string]apiextensi
 		return nil, nil
 	}
 	return inputs, nil
+}
+
+// secretProperty names a property of the node that feeds the child's inputs with a value
+// read from one of the parent's inputsFrom Secrets: the child's inputs are in its spec.
+func secretProperty(node *render.Node, sub tosca.Substitute, secrets *redact.Secrets) (string, bool) {
+	if secrets == nil {
+		return "", false
+	}
+	for property, value := range node.Properties {
+		if _, fed := sub.Inputs[property]; fed && secrets.Touches(value) {
+			return property, true
+		}
+	}
+	return "", false
 }
 
 // useTemplate makes the Service's spec.template the package's entry for this reconcile

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/redact"
 	"calaf.io/calaf/render"
 	"calaf.io/calaf/tosca"
 )
@@ -55,5 +56,27 @@ func TestPlacementOfANodeNotSubstituted(t *testing.T) {
 	var pe *phaseError
 	if !errors.As(err, &pe) || pe.reason != v1alpha1.ReasonInvalidPackage || !strings.Contains(err.Error(), `node app: placed by policy "app_at_site_a"`) {
 		t.Errorf("a node no template substitutes, placed: %v", err)
+	}
+}
+
+// A property that feeds the child's inputs with a value read from one of the parent's
+// inputsFrom Secrets is refused: the child's inputs are in its spec, for all to read. A
+// property that feeds nothing is not the child's business.
+func TestChildInputsFromASecretRefused(t *testing.T) {
+	parent := &v1alpha1.Service{}
+	parent.Name, parent.Namespace = "core", "tenant"
+	secrets := redact.New()
+	secrets.Add("s3cret-Pa55word")
+	sub := tosca.Substitute{File: "database.yaml", NodeType: "example.nodes.Database", Inputs: map[string]string{"name": "name", "password": "password"}}
+	s := &scope{Service: parent, Redact: secrets}
+	unfed := &render.Node{Name: "db", Type: sub.NodeType, Properties: map[string]any{"name": "orders", "note": "s3cret-Pa55word"}}
+	if _, err := (&ServiceReconciler{}).childNode(s, unfed, sub); err != nil {
+		t.Errorf("a secret in a property that feeds no input: %v", err)
+	}
+	fed := &render.Node{Name: "db", Type: sub.NodeType, Properties: map[string]any{"name": "orders", "password": "s3cret-Pa55word"}}
+	_, err := (&ServiceReconciler{}).childNode(s, fed, sub)
+	var pe *phaseError
+	if !errors.As(err, &pe) || pe.reason != v1alpha1.ReasonInvalidInputs || !strings.Contains(err.Error(), "property password") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("a secret fed to the child's inputs: %v", err)
 	}
 }
