@@ -284,7 +284,7 @@ func (b *bench) runScale(ctx context.Context, report string) error {
 	if b.smaller > 0 {
 		smaller = medians(rounds[b.smaller])
 	}
-	return writeReport(report, b.settings, medians(rounds[b.n]), smaller)
+	return writeReport(report, b.settings, rounds[b.n], smaller)
 }
 
 func printRound(i, n int, results []result) {
