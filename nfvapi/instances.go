@@ -178,10 +178,16 @@ func (r *request) fullView(s *Server, svc *v1alpha1.Service) (VnfInstance, error
 func (r *request) service(id string) (*v1alpha1.Service, error) {
 	svc := &v1alpha1.Service{}
 	err := r.client.Get(r.Context(), client.ObjectKey{Namespace: r.caller.Namespace, Name: id}, svc)
-	if apierrors.IsNotFound(err) || err == nil && !svc.DeletionTimestamp.IsZero() {
+	if apierrors.IsNotFound(err) || err == nil && (!svc.DeletionTimestamp.IsZero() || isNested(svc)) {
 		return nil, sol013.Errorf(http.StatusNotFound, "there is no VNF instance %q in namespace %s", id, r.caller.Namespace)
 	}
 	return svc, err
+}
+
+// isNested tells a Service made of a node template a service template of its parent's
+// package substitutes: it belongs to its parent, and is no VNF instance of its own.
+func isNested(svc *v1alpha1.Service) bool {
+	return svc.Labels[v1alpha1.LabelParent] != ""
 }
 
 // etagOf is a strong ETag of a representation.
@@ -213,7 +219,7 @@ func (s *Server) listInstances(r *request) (int, any, error) {
 	}
 	items := list.Items[:0]
 	for _, svc := range list.Items {
-		if svc.DeletionTimestamp.IsZero() {
+		if svc.DeletionTimestamp.IsZero() && !isNested(&svc) {
 			items = append(items, svc)
 		}
 	}

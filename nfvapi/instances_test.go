@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"calaf.io/calaf/api/v1alpha1"
@@ -163,6 +164,17 @@ func TestListsFilteredSelectedPaged(t *testing.T) {
 	for _, n := range names {
 		call(t, &tn, "POST", "/vnflcm/v2/vnf_instances", map[string]any{"vnfdId": "vnfd-list", "vnfInstanceName": n, "metadata": map[string]any{"n": n}}).expect(t, 201)
 	}
+	// The Service of a node a service template of the package substitutes belongs to its
+	// parent: it is no VNF instance of the NFVO's.
+	var parent map[string]any
+	call(t, &tn, "GET", "/vnflcm/v2/vnf_instances?filter=(eq,vnfInstanceName,alpha)", nil).expect(t, 200).decode(t, &[]any{&parent})
+	child := &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: tn.namespace, Name: "alpha-db",
+		Labels: map[string]string{v1alpha1.LabelParent: parent["id"].(string)}}}
+	child.Spec.Source.Upload = &v1alpha1.UploadSource{ConfigMapName: "db", SHA256: strings.Repeat("0", 64)}
+	if err := env.admin.Create(context.Background(), child); err != nil {
+		t.Fatal(err)
+	}
+	call(t, &tn, "GET", "/vnflcm/v2/vnf_instances/alpha-db", nil).expect(t, http.StatusNotFound)
 	var seen []string
 	path := "/vnflcm/v2/vnf_instances"
 	for pages := 0; path != ""; pages++ {
