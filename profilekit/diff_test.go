@@ -59,6 +59,10 @@ func TestDiffVerdicts(t *testing.T) {
 			profilekit.Note, "property ttl_seconds: its default 3600 was removed"}, // not a break: the property is optional
 		{"attribute added", []change{{"    attributes:\n", "    attributes:\n      hit_ratio:\n        type: float\n"}},
 			profilekit.Additive, "attribute hit_ratio added"},
+		{"capability added", []change{{"    attributes:\n      disruptions_allowed:", "    capabilities:\n      metrics:\n        type: tosca.capabilities.Endpoint\n    attributes:\n      disruptions_allowed:"}},
+			profilekit.Additive, "capability metrics added"},
+		{"interface added", []change{{"    attributes:\n      disruptions_allowed:", "    interfaces:\n      Backup:\n        type: tosca.interfaces.Root\n    attributes:\n      disruptions_allowed:"}},
+			profilekit.Additive, "interface Backup added"},
 		{"optional requirement added", []change{{"    attributes:\n      disruptions_allowed:", "    requirements:\n    - backup:\n        capability: calaf.capabilities.Mountable\n        occurrences: [ 0, 1 ]\n    attributes:\n      disruptions_allowed:"}},
 			profilekit.Additive, "requirement backup added"},
 	}
