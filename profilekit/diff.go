@@ -411,66 +411,39 @@ func lowerBound(occurrences []any) int {
 }
 
 func (d *differ) compareCapabilities(subject string, old, new []*Capability) {
-	newBy := map[string]*Capability{}
-	for _, c := range new {
-		newBy[c.Name] = c
-	}
-	oldBy := map[string]*Capability{}
-	for _, o := range old {
-		oldBy[o.Name] = o
-		n := newBy[o.Name]
-		switch {
-		case n == nil:
-			d.add(Breaking, subject, "capability %s removed: requirements that target it break", o.Name)
-		case n.Type != o.Type:
-			d.add(Breaking, subject, "capability %s: type %s instead of %s", o.Name, n.Type, o.Type)
-		}
-	}
-	for _, n := range new {
-		if oldBy[n.Name] == nil {
-			d.add(Additive, subject, "capability %s added", n.Name)
-		}
-	}
+	compareNamed(d, subject, "capability", "requirements that target it break", old, new, func(c *Capability) (string, string) { return c.Name, c.Type })
 }
 
 func (d *differ) compareInterfaces(subject string, old, new []*Interface) {
-	newBy := map[string]*Interface{}
-	for _, i := range new {
-		newBy[i.Name] = i
-	}
-	oldBy := map[string]*Interface{}
-	for _, o := range old {
-		oldBy[o.Name] = o
-		n := newBy[o.Name]
-		switch {
-		case n == nil:
-			d.add(Breaking, subject, "interface %s removed: templates that implement its operations break", o.Name)
-		case n.Type != o.Type:
-			d.add(Breaking, subject, "interface %s: type %s instead of %s", o.Name, n.Type, o.Type)
-		}
-	}
-	for _, n := range new {
-		if oldBy[n.Name] == nil {
-			d.add(Additive, subject, "interface %s added", n.Name)
-		}
-	}
+	compareNamed(d, subject, "interface", "templates that implement its operations break", old, new, func(i *Interface) (string, string) { return i.Name, i.Type })
 }
 
 func (d *differ) compareOperations(subject string, old, new []*Operation) {
-	in := map[string]bool{}
-	for _, op := range new {
-		in[op.Name] = true
+	compareNamed(d, subject, "operation", "templates that implement it break", old, new, func(op *Operation) (string, string) { return op.Name, "" })
+}
+
+// compareNamed compares two versions' members of one kind by name: one removed breaks
+// (what consequence says), one whose type changed breaks, one added is additive.
+func compareNamed[T any](d *differ, subject, kind, consequence string, old, new []T, identity func(T) (name, typ string)) {
+	newTypes := map[string]string{}
+	for _, n := range new {
+		name, typ := identity(n)
+		newTypes[name] = typ
 	}
-	was := map[string]bool{}
-	for _, op := range old {
-		was[op.Name] = true
-		if !in[op.Name] {
-			d.add(Breaking, subject, "operation %s removed: templates that implement it break", op.Name)
+	oldNames := map[string]bool{}
+	for _, o := range old {
+		name, typ := identity(o)
+		oldNames[name] = true
+		switch newType, found := newTypes[name]; {
+		case !found:
+			d.add(Breaking, subject, "%s %s removed: %s", kind, name, consequence)
+		case newType != typ:
+			d.add(Breaking, subject, "%s %s: type %s instead of %s", kind, name, newType, typ)
 		}
 	}
-	for _, op := range new {
-		if !was[op.Name] {
-			d.add(Additive, subject, "operation %s added", op.Name)
+	for _, n := range new {
+		if name, _ := identity(n); !oldNames[name] {
+			d.add(Additive, subject, "%s %s added", kind, name)
 		}
 	}
 }
