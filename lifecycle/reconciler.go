@@ -194,11 +194,16 @@ func started(state v1alpha1.OperationState) bool {
 
 // queue accepts a new occurrence (STARTING), ends one asked to cancel (ROLLED_BACK: it
 // need not wait for its turn to do nothing), and says which occurrence it waits for.
+// The cache may be behind: what is decided out of turn is decided again on the
+// occurrence as the API server has it, which another reconcile may have accepted already.
 func (r *Reconciler) queue(ctx context.Context, svc *v1alpha1.Service, op, active *v1alpha1.Operation) error {
-	if op.Status.OperationState == "" || op.Status.OperationState == v1alpha1.StateStarting && op.Spec.Cancel != "" {
+	if movesOutOfTurn(op) {
 		current := &v1alpha1.Operation{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(op), current); err != nil {
 			return client.IgnoreNotFound(err)
+		}
+		if !movesOutOfTurn(current) {
+			return nil // the cache will show it soon, and ask again
 		}
 		_, err := r.advance(ctx, svc, current)
 		return err
@@ -209,6 +214,13 @@ func (r *Reconciler) queue(ctx context.Context, svc *v1alpha1.Service, op, activ
 	patch := client.MergeFromWithOptions(op.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	setQueued(op, active)
 	return client.IgnoreNotFound(r.Status().Patch(ctx, op, patch))
+}
+
+// movesOutOfTurn tells whether an occurrence moves on while another holds its Service:
+// a new one is accepted (STARTING), a STARTING one asked to cancel ends.
+func movesOutOfTurn(op *v1alpha1.Operation) bool {
+	state := op.Status.OperationState
+	return state == "" || state == v1alpha1.StateStarting && op.Spec.Cancel != ""
 }
 
 func queuedMessage(op, active *v1alpha1.Operation) string {
