@@ -95,13 +95,16 @@ type access struct {
 	// home is the access of the operator's cluster, as the Service acts there, when its
 	// objects are in a target cluster: where its child Services are (route).
 	home *access
+	// delegating: the Service is handed to its target cluster's operator, its one Service
+	// object applied there (route keeps it there).
+	delegating bool
 }
 
 // route is the access of the objects of a kind: the Services made of substituted nodes
 // are in the operator's cluster beside their parent, whatever cluster the parent's other
 // objects are in.
 func (a *access) route(gvk schema.GroupVersionKind) *access {
-	if a.home != nil && isCalafService(gvk) {
+	if a.home != nil && !a.delegating && isCalafService(gvk) {
 		return a.home
 	}
 	return a

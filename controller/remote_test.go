@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -26,6 +28,8 @@ var remote struct {
 	once sync.Once
 	err  error
 	env  *envtest.Environment
+	// config is an admin's configuration of the remote cluster (straight).
+	config *rest.Config
 	// client is an admin's client of the remote cluster (straight, not through the proxy).
 	client client.Client
 	proxy  *cutProxy
@@ -44,11 +48,13 @@ func remoteCluster(t *testing.T) {
 }
 
 func startRemote() error {
-	remote.env = &envtest.Environment{}
+	// Calaf's resources are known there: a site's operator serves them (delegate_test.go).
+	remote.env = &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "deploy", "crd")}, ErrorIfCRDPathMissing: true}
 	config, err := remote.env.Start()
 	if err != nil {
 		return err
 	}
+	remote.config = config
 	if remote.client, err = client.New(config, client.Options{Scheme: operator.NewScheme()}); err != nil {
 		return err
 	}
@@ -79,11 +85,15 @@ func startRemote() error {
 	return err
 }
 
-// stopRemote stops the remote cluster, if it was started.
+// stopRemote stops the remote cluster and the third one (serviceset_test.go), if they
+// were started.
 func stopRemote() {
 	if remote.env != nil {
 		remote.proxy.close()
 		_ = remote.env.Stop()
+	}
+	if third.env != nil {
+		_ = third.env.Stop()
 	}
 }
 

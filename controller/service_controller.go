@@ -238,8 +238,8 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		}
 		return ctrl.Result{}, nil
 	}
-	if svc.Spec.InstantiationState == v1alpha1.NotInstantiated {
-		return r.uninstantiate(ctx, svc)
+	if svc.Spec.InstantiationState == v1alpha1.NotInstantiated && !delegated(svc) {
+		return r.uninstantiate(ctx, svc) // a delegated Service's site tears down
 	}
 	result, applied, retErr = r.reconcile(ctx, svc, &before.Status)
 	return result, retErr

@@ -122,7 +122,7 @@ func (r *ServiceReconciler) deleteInReverse(ctx context.Context, svc *v1alpha1.S
 // keep a deleted Service from going.
 func (r *ServiceReconciler) teardown(ctx context.Context, svc *v1alpha1.Service, nodeName string, live []*unstructured.Unstructured) (bool, error) {
 	st := nodeByName(svc, nodeName)
-	if _, warned := r.teardownWarned.Load(svc.UID); r.Orchestrator == nil || st == nil || warned || skipsTeardown(svc) {
+	if _, warned := r.teardownWarned.Load(svc.UID); r.Orchestrator == nil || st == nil || warned || skipsTeardown(svc) || delegated(svc) {
 		return true, nil
 	}
 	s, err := r.teardownScope(ctx, svc)

@@ -155,8 +155,9 @@ func (r *ServiceReconciler) deployNode(ctx context.Context, s *scope, d *deploym
 	health := r.observe(ctx, s, node, st, result)
 	outcome.health = &health
 	// Every healthy node goes to the orchestrator: it runs the lifecycle operations due
-	// and the Day-2 Operations requested (and refuses those naming no operation).
-	if health.current() && r.Orchestrator != nil {
+	// and the Day-2 Operations requested (and refuses those naming no operation). Those of
+	// a delegated Service run at its site.
+	if health.current() && r.Orchestrator != nil && !delegated(s.Service) {
 		outcome.operations = r.runOperations(ctx, s, node, st)
 	}
 	return outcome
@@ -173,7 +174,7 @@ func (s *scope) nodeStatus(node *render.Node) *v1alpha1.NodeStatus {
 	st.DependsOn = node.DependsOn
 	for _, obj := range node.Objects {
 		st.Objects = append(st.Objects, obj.GetKind()+"/"+obj.GetName())
-		if isCalafService(obj.GroupVersionKind()) {
+		if isCalafService(obj.GroupVersionKind()) && !delegated(s.Service) {
 			st.Service = obj.GetName()
 		}
 	}

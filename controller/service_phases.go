@@ -114,6 +114,9 @@ func (r *ServiceReconciler) reconcile(ctx context.Context, svc *v1alpha1.Service
 		svc.Status.LastHandledReconcileAt = svc.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	}
 	phases := []phase{r.reconcileAccess, r.reconcileSource, r.reconcileCompile, r.reconcileTarget, r.reconcileRender, r.reconcileLifecycleStatus, r.reconcileDeploy, r.reconcilePrune, r.reconcileOutputs, r.reconcileVNFStatus}
+	if delegated(svc) {
+		phases = r.delegatedPhases()
+	}
 	var err error
 	for _, run := range phases {
 		if err = run(ctx, s); err != nil {

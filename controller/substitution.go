@@ -136,7 +136,7 @@ func childService(parent *v1alpha1.Service, node *render.Node, sub tosca.Substit
 		ServiceAccountName: parent.Spec.ServiceAccountName, Verify: parent.Spec.Verify, KubeConfig: parent.Spec.KubeConfig,
 	}
 	if p := node.Placement; p != nil {
-		spec.KubeConfig = &v1alpha1.KubeConfigReference{SecretRef: v1alpha1.SecretKeyReference{Name: p.KubeconfigSecret}}
+		spec.KubeConfig = &v1alpha1.KubeConfigReference{SecretRef: v1alpha1.SecretKeyReference{Name: p.KubeconfigSecret}, Delegate: p.Delegate}
 	}
 	inputs, err := childInputs(node, sub)
 	if err != nil {

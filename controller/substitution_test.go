@@ -153,3 +153,41 @@ func TestSubstitutedNodePlacedOnAnotherCluster(t *testing.T) {
 	err := remote.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "edge-db-schema"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "left in the remote cluster: %v", err)
 }
+
+// A substituted node placed with delegate: true is handed to the Calaf operator serving
+// that cluster: the child Service's copy there (with the uploaded package) is deployed by
+// the site's operator, the child follows it and its output reaches the parent; deleting
+// the parent removes the site's Service and its objects.
+func TestSubstitutedNodeDelegatedToASite(t *testing.T) {
+	siteOperator(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	remoteNamespace(t, ns)
+	kubeconfigSecret(t, ns, "site-a", "value", remote.kubeconfig)
+	placement := `  policies:
+  - db_at_site_a:
+      type: calaf.policies.Placement
+      targets: [ db ]
+      properties: { kubeconfig_secret: site-a, delegate: true }
+`
+	key := createService(t, ns, "hub", upload(t, ns, "hub", nestedPackage(placement)), nil)
+	svc := waitReady(t, key)
+	g.Expect(string(svc.Status.Outputs["database_url"].Raw)).To(Equal(`"postgres://orders.db:5432"`))
+	child := client.ObjectKey{Namespace: ns, Name: "hub-db"}
+	g.Expect(getService(g, child).Spec.KubeConfig).To(Equal(&v1alpha1.KubeConfigReference{SecretRef: v1alpha1.SecretKeyReference{Name: "site-a"}, Delegate: true}))
+	atSite := &v1alpha1.Service{}
+	g.Expect(remote.client.Get(ctx, child, atSite)).To(Succeed())
+	g.Expect(atSite.Spec.KubeConfig).To(BeNil())
+	g.Expect(atSite.Spec.Template).To(Equal("database.yaml"))
+	g.Expect(remoteConfigMap(g, ns, "hub-db-schema").Data).To(HaveKeyWithValue("database", "orders"))
+	absentLocally(g, ns, "hub-db-schema")
+
+	g.Expect(env.client.Delete(ctx, &v1alpha1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hub"}})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.client.Get(ctx, key, &v1alpha1.Service{}))
+	}, 30*time.Second, 100*time.Millisecond).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(remote.client.Get(ctx, child, &v1alpha1.Service{}))).To(BeTrue(), "the site's Service is left")
+	err := remote.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hub-db-schema"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "left at the site: %v", err)
+}

@@ -86,7 +86,7 @@ func (r *ServiceReconciler) targetAccess(ctx context.Context, svc *v1alpha1.Serv
 		return nil, err
 	}
 	poller := polling.NewStatusPoller(cluster.Client, cluster.Mapper, polling.Options{})
-	return &access{account: local.account, local: local.local, cluster: cluster, kubeconfig: ref.Name, home: local,
+	return &access{account: local.account, local: local.local, cluster: cluster, kubeconfig: ref.Name, home: local, delegating: delegated(svc),
 		cached: cluster.Reader(svc.Namespace), direct: cluster.Client, writer: cluster.Client,
 		manager: ssa.NewResourceManager(cluster.Client, poller, ssa.Owner{Field: fieldManager, Group: "calaf.io"})}, nil
 }
@@ -232,7 +232,7 @@ func (r *ServiceReconciler) objectsAccess(ctx context.Context, svc *v1alpha1.Ser
 	if err := a.cluster.Unreachable(); err != nil {
 		return nil, err
 	}
-	return &access{account: a.account, local: a.local, cluster: a.cluster, kubeconfig: a.kubeconfig, home: a.home,
+	return &access{account: a.account, local: a.local, cluster: a.cluster, kubeconfig: a.kubeconfig, home: a.home, delegating: a.delegating,
 		cached: a.direct, direct: a.direct, writer: &observedWriter{Client: a.writer, cluster: a.cluster}, manager: a.manager}, nil
 }
 

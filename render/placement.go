@@ -11,6 +11,8 @@ type Placement struct {
 	Policy string `json:"policy"`
 	// KubeconfigSecret names the Secret of the kubeconfig.
 	KubeconfigSecret string `json:"kubeconfigSecret"`
+	// Delegate hands the Service to the Calaf operator serving that cluster.
+	Delegate bool `json:"delegate,omitempty"`
 }
 
 // applyPlacements sets the Placement of the nodes calaf.policies.Placement policies
@@ -38,7 +40,8 @@ func applyPlacements(result *Result, raw map[string]any) error {
 			if node.Placement != nil {
 				return invalidf("node %s is placed twice: by policies %q and %q", target, node.Placement.Policy, policy.Name)
 			}
-			node.Placement = &Placement{Policy: policy.Name, KubeconfigSecret: secret}
+			delegate, _ := policy.Properties["delegate"].(bool)
+			node.Placement = &Placement{Policy: policy.Name, KubeconfigSecret: secret, Delegate: delegate}
 		}
 	}
 	return nil

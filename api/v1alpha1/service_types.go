@@ -155,6 +155,13 @@ type KubeConfigReference struct {
 	// else in "value" or "value.yaml" (Flux's layout; Cluster API's <cluster>-kubeconfig
 	// Secrets hold it in "value").
 	SecretRef SecretKeyReference `json:"secretRef"`
+	// Delegate hands the Service to the Calaf operator serving that cluster instead of
+	// applying its objects there: a copy of the Service (and of the package and inputs it
+	// reads in its namespace) is applied there, that operator deploys it, repairs its drift
+	// and runs its Day-2 operations — also while this one cannot reach it — and this
+	// Service follows its status.
+	// +optional
+	Delegate bool `json:"delegate,omitempty"`
 }
 
 // SecretKeyReference names a Secret of the Service's namespace, and optionally a key of it.

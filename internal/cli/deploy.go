@@ -46,8 +46,10 @@ type deployFlags struct {
 	timeout        time.Duration
 	deletionPolicy string
 	serviceAccount string
-	// kubeconfigSecret names the Secret of the cluster to deploy into (spec.kubeConfig).
+	// kubeconfigSecret names the Secret of the cluster to deploy into (spec.kubeConfig);
+	// delegate hands the Service to that cluster's own operator.
 	kubeconfigSecret string
+	delegate         bool
 	skipValidation   bool
 	// notInstantiated creates the Service NOT_INSTANTIATED.
 	notInstantiated bool
@@ -93,6 +95,7 @@ func newDeployCommand() *cobra.Command {
 	cmd.Flags().StringVar(&flags.deletionPolicy, "deletion-policy", "Delete", "Delete or Orphan the objects when the Service is deleted")
 	cmd.Flags().StringVar(&flags.serviceAccount, "service-account", "", "service account the operator impersonates to apply")
 	cmd.Flags().StringVar(&flags.kubeconfigSecret, "kubeconfig-secret", "", "deploy into the cluster of the kubeconfig in this Secret (key value or value.yaml) instead of this one; an --instantiate request's Kubernetes VIM (vimConnectionInfo) does the same")
+	cmd.Flags().BoolVar(&flags.delegate, "delegate", false, "with --kubeconfig-secret: hand the Service to the Calaf operator serving that cluster, which deploys it (and keeps it running when this cluster cannot reach it)")
 	cmd.Flags().BoolVar(&flags.skipValidation, "skip-validation", false, "do not validate a local package before uploading it")
 	cmd.Flags().BoolVar(&flags.notInstantiated, "not-instantiated", false, "create the Service NOT_INSTANTIATED: nothing is deployed until `calaf instantiate`")
 	flags.isolation.register(cmd)
@@ -123,6 +126,12 @@ func runDeploy(ctx context.Context, cmd *cobra.Command, flags deployFlags, args 
 	kubeConfig, err := kubeConfigOf(flags.kubeconfigSecret, vim, name)
 	if err != nil {
 		return err
+	}
+	if flags.delegate {
+		if kubeConfig == nil {
+			return usageError{fmt.Errorf("--delegate needs the cluster to delegate to: --kubeconfig-secret, or a VIM in the instantiate request")}
+		}
+		kubeConfig.Delegate = true
 	}
 	c, namespace, err := flags.kube.client()
 	if err != nil {
