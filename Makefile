@@ -131,9 +131,10 @@ FLEET_KCM_QPS ?= 400
 FLEET_DISTINCT_N ?= 1000
 FLEET_SHARDS ?= 2
 FLEET_SHARDS_N ?= 2000
+FLEET_MULTICLUSTER_N ?= 200
 
 .PHONY: bench
-bench: ## Every benchmark, each against a same-run baseline (compile/render, package size, workers, whole processes, ETSI packages, sources, orchestration, lifecycle, the NFV interface, 1,000 Services, request costs, distinct packages, shards; about 90 min in all), and the records of docs/robustness.md; writes docs/benchmarks.md whole.
+bench: ## Every benchmark, each against a same-run baseline (compile/render, package size, workers, whole processes, ETSI packages, sources, orchestration, lifecycle, the NFV interface, 1,000 Services, request costs, distinct packages, shards, Services in target clusters; about 100 min in all), and the records of docs/robustness.md; writes docs/benchmarks.md whole.
 	go test -count=1 -timeout 60m -v -run '^(TestReport|TestETSIReport|TestSizeReport|TestWorkerReport|TestProcessReport)$$' ./test/benchmarks/ -args -report=$(CURDIR)/docs/benchmarks.md
 	KUBEBUILDER_ASSETS=$(BIN_DIR) go test -count=1 -timeout 20m -v -run '^TestBenchSources$$' ./test/sources/ -args -report=$(CURDIR)/docs/benchmarks.md
 	$(MAKE) bench-orchestration
@@ -143,6 +144,7 @@ bench: ## Every benchmark, each against a same-run baseline (compile/render, pac
 	$(MAKE) bench-fleet-costs
 	$(MAKE) bench-fleet-distinct FLEET_ROUNDS=$(FLEET_SIDE_ROUNDS)
 	$(MAKE) bench-fleet-shards FLEET_ROUNDS=$(FLEET_SIDE_ROUNDS)
+	$(MAKE) bench-multicluster
 	$(MAKE) bench-robustness
 
 # Rounds of the distinct-packages and shards runs within make bench (each round of shards
@@ -165,6 +167,10 @@ bench-fleet-distinct: build ## 1,000 Services, each its own package revision, th
 .PHONY: bench-fleet-shards
 bench-fleet-shards: build ## 2,000 Services through one operator and through FLEET_SHARDS shards (--watch-label-selector), interleaved, on the one-node cluster (FLEET_SHARDS_N, FLEET_ROUNDS interleaved rounds, about 20 min each); writes docs/benchmarks.md.
 	CALAF_KCM_QPS=$(FLEET_KCM_QPS) CALAF_KCM_BURST=$$(($(FLEET_KCM_QPS) * 2)) $(GROUND)/with-cluster.sh go run ./test/bench/fleet -shards $(FLEET_SHARDS) -n $(FLEET_SHARDS_N) -rounds $(FLEET_ROUNDS) -calaf bin/calaf-full -report $(CURDIR)/docs/benchmarks.md
+
+.PHONY: bench-multicluster
+bench-multicluster: build ## FLEET_MULTICLUSTER_N (200) Services spread over 2 target clusters (test/ground/remote.sh's remote and remote2, control planes without nodes, started and stopped within the run) against the same Services in the operator's own cluster: time to Applied and Ready, requests per cluster, the operator's memory (FLEET_ROUNDS interleaved rounds, a few minutes each); writes docs/benchmarks.md.
+	CALAF_KCM_QPS=$(FLEET_KCM_QPS) CALAF_KCM_BURST=$$(($(FLEET_KCM_QPS) * 2)) $(GROUND)/with-cluster.sh go run ./test/bench/fleet -multicluster -n $(FLEET_MULTICLUSTER_N) -rounds $(FLEET_ROUNDS) -seed $(FLEET_SEED) -calaf bin/calaf-full -report $(CURDIR)/docs/benchmarks.md
 
 .PHONY: bench-fleet-costs
 bench-fleet-costs: build ## What each request of a fleet Service costs the API server and etcd (CPU per request): the baselines' applies, the Service's own create, status patch and event, on the one-node cluster (FLEET_ROUNDS rounds, about 2 min each); writes docs/benchmarks.md.

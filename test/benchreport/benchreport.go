@@ -96,6 +96,7 @@ func Benchmarks() Page {
 		`^## Operator at scale: what a Service's requests cost the API server$`,
 		`^## Operator at scale: \d+ Services, each its own package$`,
 		`^## Operator at scale: \d+ Services, \d+ shards against 1 operator$`,
+		`^## Operator at scale: \d+ Services in \d+ target clusters$`,
 	}
 	p := Page{Title: "# Benchmarks", Opening: benchmarksOpening}
 	for _, h := range headings {

@@ -5,11 +5,14 @@
 // loop of the same rendered objects, waiting for the same readiness. With -distinct every
 // Service has its own package revision, against raw Puccini compiling the same packages
 // in a loop; with -shards K the Services run through one operator and through K shards
-// (--watch-label-selector). Each writes a section of its own.
+// (--watch-label-selector); with -multicluster the Services deploy into two other
+// clusters (the test ground's remote control planes) against the same Services in the
+// operator's own. Each writes a section of its own.
 //
 //	go run ./test/bench/fleet -n 1000 -calaf bin/calaf-full -report docs/benchmarks.md
 //	go run ./test/bench/fleet -distinct -n 1000 -calaf bin/calaf-full -report docs/benchmarks.md
 //	go run ./test/bench/fleet -shards 2 -n 2000 -calaf bin/calaf-full -report docs/benchmarks.md
+//	go run ./test/bench/fleet -multicluster -n 200 -calaf bin/calaf-full -report docs/benchmarks.md
 //
 // The operator logs errors only, to /tmp/calaf-fleet-operator*.log;
 // CALAF_FLEET_LOG_LEVEL=debug says more (a slower operator: not for a report).
@@ -66,6 +69,9 @@ type result struct {
 	// requests counts the API requests of the measured client by "VERB resource"
 	// (countingProxy), until all were Ready.
 	requests map[string]int64
+	// targetRequests are the operator's requests to each target cluster, by its name
+	// (-multicluster), counted as requests are.
+	targetRequests map[string]map[string]int64
 	// cpu is the CPU each process group used until all were applied (cpuGroups).
 	cpu map[string]time.Duration
 	// backlog: the operator started after its Services were created.
@@ -82,6 +88,9 @@ type settings struct {
 	// through one operator and through this many shards.
 	distinct bool
 	shards   int
+	// multicluster deploys the Services into two target clusters, against the same
+	// Services in the operator's own cluster.
+	multicluster bool
 	// requestCosts measures what each request of a Service costs the API server.
 	requestCosts bool
 	// concurrency is the operator's --concurrency; 0: the operator's default.
@@ -134,7 +143,7 @@ func main() {
 // parseFlags returns the settings (with the report to write) and the directory of the raw
 // Puccini loop (the child process of -distinct); it exits on a bad command line.
 func parseFlags() (s settings, rawDir string) {
-	flag.IntVar(&s.n, "n", 1000, "number of Services (2000 with -shards)")
+	flag.IntVar(&s.n, "n", 1000, "number of Services (2000 with -shards, 200 with -multicluster)")
 	flag.StringVar(&s.calafBinary, "calaf", "bin/calaf-full", "calaf-full binary (the operator)")
 	flag.StringVar(&s.report, "report", "", "benchmarks.md to update")
 	flag.IntVar(&s.workers, "workers", 4, "workers of the concurrent baseline")
@@ -148,6 +157,7 @@ func parseFlags() (s settings, rawDir string) {
 	flag.BoolVar(&s.distinct, "distinct", false, "give every Service its own package revision, against raw Puccini compiling the same packages in a loop (a report section of its own)")
 	flag.BoolVar(&s.requestCosts, "request-costs", false, "measure the API server's and etcd's CPU per request of each kind a Service costs, the baselines' applies and the Service's own create, status patch and event (a report section of its own)")
 	flag.IntVar(&s.shards, "shards", 0, "run the Services through one operator, then through this many shards (--watch-label-selector), interleaved (a report section of its own)")
+	flag.BoolVar(&s.multicluster, "multicluster", false, "run the Services in two target clusters (test/ground/remote.sh's remote and remote2, started and stopped here), half in each, against the same Services in the operator's own cluster, interleaved (a report section of its own)")
 	flag.BoolVar(&s.backlog, "backlog", true, "also run the operator started after its Services were created, its window beginning as it starts (the operator's own work, none of the creates)")
 	flag.BoolVar(&s.operatorOnly, "operator-only", false, "run the operator alone, no baseline (to profile it: CALAF_APISERVER_PROFILING=true serves the API server's profile too); no report")
 	flag.StringVar(&rawDir, "raw-puccini", "", "only compile the packages of -n Services under this directory with raw Puccini in a loop, and print the loop's time and peak RSS (what -distinct runs as its baseline)")
@@ -158,6 +168,9 @@ func parseFlags() (s settings, rawDir string) {
 	}
 	if s.shards > 0 && !flagSet("n") {
 		s.n = 2000
+	}
+	if s.multicluster && !flagSet("n") {
+		s.n = 200
 	}
 	if s.seed == 0 {
 		s.seed = rand.Uint64()
@@ -179,8 +192,10 @@ func flagSet(name string) bool {
 // check refuses settings that do not go together.
 func (s settings) check() error {
 	switch {
-	case s.distinct && s.shards > 0, s.requestCosts && (s.distinct || s.shards > 0):
-		return fmt.Errorf("-distinct, -shards and -request-costs are separate runs")
+	case s.distinct && s.shards > 0, s.requestCosts && (s.distinct || s.shards > 0), s.multicluster && (s.distinct || s.shards > 0 || s.requestCosts):
+		return fmt.Errorf("-distinct, -shards, -request-costs and -multicluster are separate runs")
+	case s.multicluster && (s.smaller > 0 || len(s.memoryLimits) > 1 || s.operatorOnly):
+		return fmt.Errorf("-smaller, -memory-limit and -operator-only belong to the default run, not to -multicluster")
 	case s.requestCosts && (s.smaller > 0 || s.operatorOnly):
 		return fmt.Errorf("-request-costs runs no fleet: no -smaller, no -operator-only")
 	case s.shards == 1 || s.shards < 0:
@@ -222,6 +237,8 @@ func run(s settings, report string) error {
 		return b.runCosts(ctx, report)
 	case s.shards > 0:
 		return b.runShards(ctx, report)
+	case s.multicluster:
+		return b.runMulticluster(ctx, report)
 	}
 	return b.runScale(ctx, report)
 }
@@ -240,7 +257,11 @@ func newBench(ctx context.Context, s settings) (*bench, error) {
 	if err := framework.InstallCRDs(ctx, c); err != nil {
 		return nil, err
 	}
-	pkg, err := tosca.Open(packageDir(), tosca.DefaultLimits())
+	dir := packageDir()
+	if s.multicluster {
+		dir = nodelessPackageDir()
+	}
+	pkg, err := tosca.Open(dir, tosca.DefaultLimits())
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +275,12 @@ func newBench(ctx context.Context, s settings) (*bench, error) {
 // packageDir is the bench package's directory.
 func packageDir() string {
 	return filepath.Join(framework.RepoRoot(), "test", "bench", "fleet", "package")
+}
+
+// nodelessPackageDir is the directory of -multicluster's package, whose objects are
+// healthy in a cluster without nodes or controllers.
+func nodelessPackageDir() string {
+	return filepath.Join(framework.RepoRoot(), "test", "bench", "fleet", "nodeless")
 }
 
 // runScale runs -rounds rounds of both baselines and the operator, at -n Services and

@@ -42,6 +42,9 @@ type fleet struct {
 	// backlog creates the Services before the operator starts: the run measures the
 	// operator's own work from its start, with none of the creates in its window.
 	backlog bool
+	// targets are the kubeconfig Secrets of f's namespace that Services deploy through,
+	// Service i through targets[i mod len] (none: all in the operator's own cluster).
+	targets []string
 }
 
 // operatorRun measures the operator processes of f (measureOperator), then clears f's
@@ -205,6 +208,9 @@ func (b *bench) startOperator(f fleet, selector string, i int) (*operatorProcess
 	if selector != "" {
 		op.Args = append(op.Args, "--watch-label-selector="+selector)
 	}
+	if b.multicluster { // in both runs alike: the target clusters' proxies listen on loopback
+		op.Args = append(op.Args, "--target-cluster-allow=127.0.0.1/32")
+	}
 	if err := op.Start(); err != nil {
 		p.stop()
 		return nil, err
@@ -256,6 +262,9 @@ func newService(f fleet, i int, source *v1alpha1.UploadSource) *v1alpha1.Service
 	}
 	for key, value := range inputsOf(i) {
 		svc.Spec.Inputs[key] = apiextensionsv1.JSON{Raw: []byte(strconv.Quote(value.(string)))}
+	}
+	if len(f.targets) > 0 {
+		svc.Spec.KubeConfig = &v1alpha1.KubeConfigReference{SecretRef: v1alpha1.SecretKeyReference{Name: f.targets[i%len(f.targets)]}}
 	}
 	return svc
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -27,10 +28,18 @@ type countingProxy struct {
 	counts   map[string]int64
 	// lastApply is when the latest server-side apply was answered.
 	lastApply time.Time
+	// scheme is "http", or "https" for a proxy serving TLS.
+	scheme string
 }
 
 // startProxy starts a counting proxy in front of the API server config points at.
 func startProxy(config *rest.Config) (*countingProxy, error) {
+	return startProxyServing(config, nil)
+}
+
+// startProxyServing starts a counting proxy in front of the API server config points at,
+// serving TLS (HTTP/2 too) with certificate when it is set, plain HTTP when nil.
+func startProxyServing(config *rest.Config, certificate *tls.Certificate) (*countingProxy, error) {
 	target, err := url.Parse(config.Host)
 	if err != nil {
 		return nil, err
@@ -43,7 +52,7 @@ func startProxy(config *rest.Config) (*countingProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &countingProxy{listener: listener, counts: map[string]int64{}}
+	p := &countingProxy{listener: listener, counts: map[string]int64{}, scheme: "http"}
 	proxy := &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host },
 		Transport:     transport,
@@ -54,6 +63,12 @@ func startProxy(config *rest.Config) (*countingProxy, error) {
 		},
 	}
 	p.server = &http.Server{Handler: proxy}
+	if certificate != nil {
+		p.scheme = "https"
+		p.server.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*certificate}, MinVersion: tls.VersionTLS12}
+		go func() { _ = p.server.ServeTLS(listener, "", "") }()
+		return p, nil
+	}
 	go func() { _ = p.server.Serve(listener) }()
 	return p, nil
 }
@@ -62,7 +77,7 @@ func startProxy(config *rest.Config) (*countingProxy, error) {
 func (p *countingProxy) Close() { _ = p.server.Close() }
 
 // Host is the proxy's address, for a client's rest.Config.
-func (p *countingProxy) Host() string { return "http://" + p.listener.Addr().String() }
+func (p *countingProxy) Host() string { return p.scheme + "://" + p.listener.Addr().String() }
 
 // Config returns a client configuration that goes through the proxy, with the transport
 // the operator makes for itself in plain HTTP (25 idle connections, no gzip), so that the

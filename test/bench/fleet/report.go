@@ -237,9 +237,15 @@ func writeTargets(b *strings.Builder, s settings, rounds [][]result, smaller []r
 // pairedRatio is the median over rounds of the operator run's figure (runs[2]) divided by
 // the same round's 4-worker baseline's (runs[1]), and each round's ratio.
 func pairedRatio(rounds [][]result, figure func(result) time.Duration) (float64, []float64) {
+	return pairedRatioOf(rounds, 2, 1, figure)
+}
+
+// pairedRatioOf is the median over rounds of run of's figure divided by the same round's
+// run base's, and each round's ratio.
+func pairedRatioOf(rounds [][]result, of, base int, figure func(result) time.Duration) (float64, []float64) {
 	var each []float64
 	for _, runs := range rounds {
-		each = append(each, ratio(figure(runs[2]), figure(runs[1])))
+		each = append(each, ratio(figure(runs[of]), figure(runs[base])))
 	}
 	sorted := slices.Sorted(slices.Values(each))
 	switch n := len(sorted); {

@@ -23,6 +23,9 @@ func TestSettingsCheck(t *testing.T) {
 		{"request costs", with(func(s *settings) { s.requestCosts = true }), true},
 		{"request costs with shards", with(func(s *settings) { s.requestCosts, s.shards = true, 2 }), false},
 		{"request costs with a smaller fleet", with(func(s *settings) { s.requestCosts, s.smaller = true, 3 }), false},
+		{"target clusters", with(func(s *settings) { s.multicluster = true }), true},
+		{"target clusters with shards", with(func(s *settings) { s.multicluster, s.shards = true, 2 }), false},
+		{"target clusters with a smaller fleet", with(func(s *settings) { s.multicluster, s.smaller = true, 3 }), false},
 	}
 	for _, c := range cases {
 		if err := c.s.check(); (err == nil) != c.ok {
