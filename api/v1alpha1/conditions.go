@@ -34,6 +34,14 @@ const ReasonClusterUnreachable = "ClusterUnreachable"
 // admin does not allow) (Applied); nothing of the render was sent.
 const ReasonKubeConfigInvalid = "KubeConfigInvalid"
 
+// ReasonRolloutStopped: a site of a ServiceSet failed with the change it took, and the
+// rollout gives it to no further site until the ServiceSet changes (Ready, Stalled).
+const ReasonRolloutStopped = "RolloutStopped"
+
+// ReasonSelectionFailed: a ServiceSet's clusters cannot be selected — its selector is
+// invalid, two clusters are one site, Cluster API is not installed (Ready, Stalled).
+const ReasonSelectionFailed = "SelectionFailed"
+
 // Condition reasons; docs/operator.md has a row for each (test/docs checks it).
 const (
 	ReasonSucceeded       = "Succeeded"

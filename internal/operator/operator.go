@@ -399,6 +399,10 @@ func buildManager(config *rest.Config, opts Options, st *stages, log logr.Logger
 		if err := addOnboarding(mgr, opts, st); err != nil {
 			return nil, nil, nil, err
 		}
+		serviceSets := &controller.ServiceSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: newRecorder(mgr, opts)}
+		if err := serviceSets.SetupWithManager(mgr, opts.Concurrency); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	if err := addWebhook(primary, opts, triggers, log); err != nil {
 		return nil, nil, nil, err
@@ -480,8 +484,9 @@ func newManager(config *rest.Config, opts Options, identity string) (ctrl.Manage
 			&v1alpha1.Service{}:               {Label: opts.serviceSelector()},
 			&v1alpha1.Operation{}:             {Label: labels.Everything()},
 			&v1alpha1.LifecycleSubscription{}: {Label: labels.Everything()},
-			// VnfPackages are sharded as Services are, by the same label.
+			// VnfPackages and ServiceSets are sharded as Services are, by the same label.
 			&v1alpha1.VnfPackage{}: {Label: opts.serviceSelector()},
+			&v1alpha1.ServiceSet{}: {Label: opts.serviceSelector()},
 		}
 	}
 	if opts.Namespace != "" {
