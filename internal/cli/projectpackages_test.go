@@ -60,7 +60,10 @@ func projectPackages(t *testing.T) map[string][]string {
 }
 
 // packageInputs are the inputs of the project's packages that require some.
-var packageInputs = map[string][]string{"../../test/bench/fleet/package": {"-i", "app=fleet-1"}}
+var packageInputs = map[string][]string{
+	"../../test/bench/fleet/package":  {"-i", "app=fleet-1"},
+	"../../test/bench/fleet/nodeless": {"-i", "app=fleet-1"},
+}
 
 // requestArgs are the flags the requests of the project's packages need: the render policy
 // of an admin who trusts cluster RBAC, for the request that deploys some.
