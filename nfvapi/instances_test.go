@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -242,5 +243,65 @@ func TestBounds(t *testing.T) {
 	call(t, &tn, "GET", occ+"?", nil).expect(t, 200).decode(t, &o)
 	if o.Operation != "MODIFY_INFO" {
 		t.Errorf("PATCH made %s", o.Operation)
+	}
+}
+
+// TestInstantiateIntoTheRequestsVIM: an instantiate request's Kubernetes VIM
+// (vimConnectionInfo, as Tacker's NFVO sends it) becomes a Secret of the instance, owned
+// by it, written as the caller who may only create Secrets, and the instance's
+// spec.kubeConfig names it; a VIM that cannot be used is a 422 that says why and never
+// shows its token, and changes nothing; a VIM known by its id alone is the VNFM's own
+// cluster.
+func TestInstantiateIntoTheRequestsVIM(t *testing.T) {
+	ctx := context.Background()
+	tn := newTenant(t, "nfvo-vim", "nfvo", nil)
+	onboarded(t, tn.namespace, "vnfd-vim", v1alpha1.PackageEnabled)
+	instance := func() (string, client.ObjectKey) {
+		var inst nfvapi.VnfInstance
+		created := call(t, &tn, "POST", "/vnflcm/v2/vnf_instances", map[string]any{"vnfdId": "vnfd-vim"}).expect(t, http.StatusCreated)
+		created.decode(t, &inst)
+		return location(t, created), client.ObjectKey{Namespace: tn.namespace, Name: inst.ID}
+	}
+	vim := func(endpoint string, access map[string]any) map[string]any {
+		return map[string]any{"vim1": map[string]any{"vimId": "site-a", "vimType": "ETSINFV.KUBERNETES.V_1",
+			"interfaceInfo": map[string]any{"endpoint": endpoint, "ssl_ca_cert": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"},
+			"accessInfo":    access}}
+	}
+
+	path, key := instance()
+	refused := call(t, &tn, "POST", path+"/instantiate", map[string]any{"flavourId": "simple",
+		"vimConnectionInfo": vim("http://10.20.0.10:6443", map[string]any{"bearer_token": "tok-never-shown"})}).expect(t, http.StatusUnprocessableEntity, "vimConnectionInfo.vim1")
+	if strings.Contains(string(refused.body), "tok-never-shown") {
+		t.Errorf("the refusal shows the token: %s", refused.body)
+	}
+	call(t, &tn, "POST", path+"/instantiate", map[string]any{"flavourId": "simple",
+		"vimConnectionInfo": vim("https://10.20.0.10:6443", map[string]any{})}).expect(t, http.StatusUnprocessableEntity, "no credentials")
+	svc := &v1alpha1.Service{}
+	must(t, env.admin.Get(ctx, key, svc))
+	if svc.Spec.KubeConfig != nil {
+		t.Errorf("a refused VIM changed spec.kubeConfig: %+v", svc.Spec.KubeConfig)
+	}
+
+	call(t, &tn, "POST", path+"/instantiate", map[string]any{"flavourId": "simple",
+		"vimConnectionInfo": vim("https://10.20.0.10:6443", map[string]any{"bearer_token": "tok-site-a"})}).expect(t, http.StatusAccepted)
+	must(t, env.admin.Get(ctx, key, svc))
+	if svc.Spec.KubeConfig == nil || !strings.HasPrefix(svc.Spec.KubeConfig.SecretRef.Name, key.Name+"-vim-") || svc.Spec.KubeConfig.SecretRef.Key != "value" {
+		t.Fatalf("spec.kubeConfig: %+v", svc.Spec.KubeConfig)
+	}
+	secret := &corev1.Secret{}
+	must(t, env.admin.Get(ctx, client.ObjectKey{Namespace: tn.namespace, Name: svc.Spec.KubeConfig.SecretRef.Name}, secret))
+	if owners := secret.OwnerReferences; len(owners) != 1 || owners[0].UID != svc.UID {
+		t.Errorf("the VIM's Secret is not the instance's: %+v", owners)
+	}
+	if kc := string(secret.Data["value"]); !strings.Contains(kc, "https://10.20.0.10:6443") || !strings.Contains(kc, "tok-site-a") {
+		t.Errorf("the VIM's kubeconfig: %s", kc)
+	}
+
+	path, key = instance()
+	call(t, &tn, "POST", path+"/instantiate", map[string]any{"flavourId": "simple",
+		"vimConnectionInfo": map[string]any{"default": map[string]any{"vimId": "default", "vimType": "kubernetes"}}}).expect(t, http.StatusAccepted)
+	must(t, env.admin.Get(ctx, key, svc))
+	if svc.Spec.KubeConfig != nil {
+		t.Errorf("a VIM known by its id alone moved the instance: %+v", svc.Spec.KubeConfig)
 	}
 }

@@ -1,7 +1,11 @@
 package nfvapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -12,8 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"calaf.io/calaf/api/v1alpha1"
+	"calaf.io/calaf/internal/kubeconfig"
 	"calaf.io/calaf/nfvapi/sol013"
 )
 
@@ -44,6 +50,7 @@ type instantiateVnfRequest struct {
 	InstantiationLevelID string                     `json:"instantiationLevelId"`
 	ExtVirtualLinks      []json.RawMessage          `json:"extVirtualLinks"`
 	AdditionalParams     map[string]json.RawMessage `json:"additionalParams"`
+	VimConnectionInfo    json.RawMessage            `json:"vimConnectionInfo"`
 }
 
 func (s *Server) instantiate(r *request) (int, any, error) {
@@ -57,7 +64,50 @@ func (s *Server) instantiate(r *request) (int, any, error) {
 	for _, link := range req.ExtVirtualLinks {
 		spec.ExtVirtualLinks = append(spec.ExtVirtualLinks, apiextensionsv1.JSON{Raw: link})
 	}
-	return r.startOccurrence(s, svc, v1alpha1.OperationSpec{Type: v1alpha1.OperationInstantiate, Instantiate: spec})
+	target, err := r.vimTarget(svc, req.VimConnectionInfo)
+	if err != nil {
+		return 0, nil, err
+	}
+	return r.startOccurrenceWith(s, svc, v1alpha1.OperationSpec{Type: v1alpha1.OperationInstantiate, Instantiate: spec}, target)
+}
+
+// vimTarget stores the Kubernetes VIM of an instantiate request's vimConnectionInfo in a
+// Secret of the Service's (written as the caller, owned by the Service) and returns the
+// change that deploys the Service into it (spec.kubeConfig), made with the instance's
+// turn; nil when the request names no VIM but the VNFM's own. The Secret is named after
+// its content, so that the caller needs only to create Secrets, as an NFVO's Role
+// allows, never to read or overwrite one. A VIM that cannot be used is a 422 saying why,
+// never its credentials.
+func (r *request) vimTarget(svc *v1alpha1.Service, raw json.RawMessage) (func(*v1alpha1.Service), error) {
+	vim, err := kubeconfig.FromVimConnectionInfo(raw)
+	switch {
+	case errors.Is(err, kubeconfig.ErrNoVIM):
+		return nil, nil
+	case err != nil:
+		return nil, sol013.Errorf(http.StatusUnprocessableEntity, "%v", err)
+	}
+	secret := vim.Secret(svc.Namespace, svc.Name)
+	sum := sha256.Sum256(append([]byte(vim.VimID+"\x00"), vim.Kubeconfig...))
+	secret.Name = vimSecretName(svc.Name, hex.EncodeToString(sum[:5]))
+	if err := controllerutil.SetOwnerReference(svc, secret, r.client.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := r.client.Create(r.Context(), secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("storing the VIM's kubeconfig in Secret %s: %w", secret.Name, err)
+	}
+	return func(turn *v1alpha1.Service) {
+		turn.Spec.KubeConfig = &v1alpha1.KubeConfigReference{SecretRef: v1alpha1.SecretKeyReference{Name: secret.Name, Key: kubeconfig.SecretKey}}
+	}, nil
+}
+
+// vimSecretName is the name of the Secret of a VIM of a Service: "<service>-vim-<digest
+// of the VIM>", the Service's name cut to fit.
+func vimSecretName(service, digest string) string {
+	suffix := "-vim-" + digest
+	if len(service)+len(suffix) > 253 {
+		service = strings.TrimRight(service[:253-len(suffix)], "-.")
+	}
+	return service + suffix
 }
 
 type terminateVnfRequest struct {
@@ -308,6 +358,12 @@ func (r *request) taskTarget(body any, want v1alpha1.InstantiationState) (*v1alp
 // startOccurrence creates the occurrence of a task on a Service: 409 while another one
 // of the instance is in progress; 202 with its Location.
 func (r *request) startOccurrence(s *Server, svc *v1alpha1.Service, spec v1alpha1.OperationSpec) (int, any, error) {
+	return r.startOccurrenceWith(s, svc, spec, nil)
+}
+
+// startOccurrenceWith is startOccurrence with a change of the Service made with the
+// instance's turn (nil: none).
+func (r *request) startOccurrenceWith(s *Server, svc *v1alpha1.Service, spec v1alpha1.OperationSpec, change func(*v1alpha1.Service)) (int, any, error) {
 	if busy, err := r.activeOccurrence(s, svc); err != nil || busy != "" {
 		return 0, nil, orConflict(err, svc, busy)
 	}
@@ -317,7 +373,7 @@ func (r *request) startOccurrence(s *Server, svc *v1alpha1.Service, spec v1alpha
 			Labels: map[string]string{v1alpha1.LabelService: svc.Name}},
 		Spec: spec,
 	}
-	turn, err := r.takeTurn(s, svc)
+	turn, err := r.takeTurn(s, svc, change)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -336,7 +392,7 @@ func (r *request) startOccurrence(s *Server, svc *v1alpha1.Service, spec v1alpha
 // sees it taken until the occurrence is there to be found. An update refused only because
 // the operator changed the Service meanwhile (its status, a finalizer) reads it again and
 // tries again; a turn another request took is a 409.
-func (r *request) takeTurn(s *Server, svc *v1alpha1.Service) (*v1alpha1.Service, error) {
+func (r *request) takeTurn(s *Server, svc *v1alpha1.Service, change func(*v1alpha1.Service)) (*v1alpha1.Service, error) {
 	var turn *v1alpha1.Service
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if turn != nil { // an earlier attempt was refused: read the Service again
@@ -354,6 +410,9 @@ func (r *request) takeTurn(s *Server, svc *v1alpha1.Service) (*v1alpha1.Service,
 			turn.Annotations = map[string]string{}
 		}
 		turn.Annotations[annotationOccurrence] = pendingPrefix + s.cfg.Now().UTC().Format(time.RFC3339)
+		if change != nil {
+			change(turn)
+		}
 		return r.client.Update(r.Context(), turn)
 	})
 	if apierrors.IsConflict(err) {

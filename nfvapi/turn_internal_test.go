@@ -57,7 +57,7 @@ func TestTurnTakenAfterTheOperatorsChange(t *testing.T) {
 			}
 			s := &Server{cfg: Config{Now: func() time.Time { return now }}}
 			r := &request{Request: (&http.Request{}).WithContext(context.Background()), caller: &Caller{Namespace: "ns"}, client: base}
-			turn, err := r.takeTurn(s, read)
+			turn, err := r.takeTurn(s, read, nil)
 			if tc.wantProblem == "" {
 				if err != nil || !strings.HasPrefix(turn.Annotations[annotationOccurrence], pendingPrefix) {
 					t.Fatalf("turn %v, %v; want taken", turn, err)
