@@ -68,6 +68,9 @@ func allowed() map[string]map[string]string {
 		"test/bench/fleet/clear.go": {
 			"for deadline := time.Now().Add(15 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {": "a benchmark: polls until a run's namespace is gone",
 		},
+		"test/bench/fleet/multicluster.go": {
+			"for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {": "a benchmark: polls until a run's namespace in a target cluster (no namespace controller there) is gone",
+		},
 		"test/bench/fleet/operator.go": {
 			"time.Sleep(2 * time.Second) // let them start their caches: not part of the measure":                                 "a benchmark: the operator's start, kept out of the measured window",
 			"time.Sleep(2 * time.Second) // the bench's watch takes in the creates: not part of the measure":                      "a benchmark: the creates taken in, kept out of the backlog run's window",
