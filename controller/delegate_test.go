@@ -53,39 +53,16 @@ func startSite() error {
 	return nil
 }
 
-// delegatedPackage renders a ConfigMap and a Service of Kubernetes whose cluster IP (the
-// node's attribute cluster_ip, allocated by the API server) is the output url.
-const delegatedPackage = `tosca_definitions_version: tosca_simple_yaml_1_3
-metadata:
-  puccini.scriptlet:vendor.render.endpoint: |-
-    exports.render = function (node, ctx) {
-      return {
-        objects: [
-          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings' }, data: { mode: 'edge' } },
-          { apiVersion: 'v1', kind: 'Service', metadata: { name: 'endpoint' }, spec: { ports: [ { port: 80 } ] } }
-        ],
-        attributes: { cluster_ip: { object: 'Service/endpoint', path: 'spec.clusterIP' } }
-      };
-    };
-imports:
-- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
-node_types:
-  vendor.nodes.Endpoint:
-    derived_from: calaf.nodes.Root
-    metadata:
-      calaf.render: vendor.render.endpoint
-    attributes:
-      cluster_ip: { type: string }
-topology_template:
-  inputs:
-    greeting: { type: string }
-  node_templates:
-    thing:
-      type: vendor.nodes.Endpoint
-  outputs:
-    url:
-      value: { concat: [ 'http://', { get_attribute: [ thing, cluster_ip ] }, '/', { get_input: greeting } ] }
-`
+// delegatedPackage reads test/multicluster/endpoint: a ConfigMap and a Service of
+// Kubernetes whose cluster IP (allocated by the API server) is in the output url.
+func delegatedPackage(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "test", "multicluster", "endpoint", "service.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
 
 // A Service delegated to the remote cluster's own operator: its copy there (with its
 // uploaded package and inputs ConfigMap) is deployed by that operator, and this Service
@@ -103,7 +80,7 @@ func TestDelegatedServiceKeepsRunningAtItsSite(t *testing.T) {
 	kubeconfigSecret(t, ns, "site-a", "value", remote.kubeconfig)
 	inputs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "greetings"}, Data: map[string]string{"greeting": "hola"}}
 	g.Expect(env.client.Create(ctx, inputs)).To(Succeed())
-	key := createTargeted(t, ns, "edge", upload(t, ns, "edge", map[string]string{"service.yaml": delegatedPackage}),
+	key := createTargeted(t, ns, "edge", upload(t, ns, "edge", map[string]string{"service.yaml": delegatedPackage(t)}),
 		v1alpha1.SecretKeyReference{Name: "site-a"}, func(svc *v1alpha1.Service) {
 			svc.Spec.KubeConfig.Delegate = true
 			svc.Spec.InputsFrom = []v1alpha1.InputsReference{{Kind: "ConfigMap", Name: "greetings"}}

@@ -130,12 +130,7 @@ func TestSubstitutedNodePlacedOnAnotherCluster(t *testing.T) {
 	ns := newNamespace(t)
 	remoteNamespace(t, ns)
 	kubeconfigSecret(t, ns, "site-a", "value", remote.kubeconfig)
-	placement := `  policies:
-  - db_at_site_a:
-      type: calaf.policies.Placement
-      targets: [ db ]
-      properties: { kubeconfig_secret: site-a }
-`
+	placement := placedAtSiteA(`{ kubeconfig_secret: site-a }`)
 	key := createService(t, ns, "edge", upload(t, ns, "edge", nestedPackage(placement)), nil)
 	svc := waitReady(t, key)
 	g.Expect(string(svc.Status.Outputs["database_url"].Raw)).To(Equal(`"postgres://orders.db:5432"`))
@@ -165,12 +160,7 @@ func TestSubstitutedNodeDelegatedToASite(t *testing.T) {
 	ns := newNamespace(t)
 	remoteNamespace(t, ns)
 	kubeconfigSecret(t, ns, "site-a", "value", remote.kubeconfig)
-	placement := `  policies:
-  - db_at_site_a:
-      type: calaf.policies.Placement
-      targets: [ db ]
-      properties: { kubeconfig_secret: site-a, delegate: true }
-`
+	placement := placedAtSiteA(`{ kubeconfig_secret: site-a, delegate: true }`)
 	key := createService(t, ns, "hub", upload(t, ns, "hub", nestedPackage(placement)), nil)
 	svc := waitReady(t, key)
 	g.Expect(string(svc.Status.Outputs["database_url"].Raw)).To(Equal(`"postgres://orders.db:5432"`))
@@ -190,4 +180,14 @@ func TestSubstitutedNodeDelegatedToASite(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(remote.client.Get(ctx, child, &v1alpha1.Service{}))).To(BeTrue(), "the site's Service is left")
 	err := remote.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hub-db-schema"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "left at the site: %v", err)
+}
+
+// placedAtSiteA is the policies of a template that place node db with properties.
+func placedAtSiteA(properties string) string {
+	return `  policies:
+  - db_at_site_a:
+      type: calaf.policies.Placement
+      targets: [ db ]
+      properties: ` + properties + `
+`
 }

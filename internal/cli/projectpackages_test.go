@@ -61,8 +61,9 @@ func projectPackages(t *testing.T) map[string][]string {
 
 // packageInputs are the inputs of the project's packages that require some.
 var packageInputs = map[string][]string{
-	"../../test/bench/fleet/package":  {"-i", "app=fleet-1"},
-	"../../test/bench/fleet/nodeless": {"-i", "app=fleet-1"},
+	"../../test/bench/fleet/package":   {"-i", "app=fleet-1"},
+	"../../test/bench/fleet/nodeless":  {"-i", "app=fleet-1"},
+	"../../test/multicluster/endpoint": {"-i", "greeting=hola"},
 }
 
 // requestArgs are the flags the requests of the project's packages need: the render policy

@@ -37,40 +37,16 @@ func siteOperator(t *testing.T, remoteClient client.Client, kubeconfig []byte) *
 	return op
 }
 
-// delegatedPackage renders a ConfigMap and a Service of Kubernetes whose cluster IP (the
-// node's attribute cluster_ip, allocated by the API server: nothing else is needed of the
-// cluster) is in the output url.
-const delegatedPackage = `tosca_definitions_version: tosca_simple_yaml_1_3
-metadata:
-  puccini.scriptlet:vendor.render.endpoint: |-
-    exports.render = function (node, ctx) {
-      return {
-        objects: [
-          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings' }, data: { mode: 'edge' } },
-          { apiVersion: 'v1', kind: 'Service', metadata: { name: 'endpoint' }, spec: { ports: [ { port: 80 } ] } }
-        ],
-        attributes: { cluster_ip: { object: 'Service/endpoint', path: 'spec.clusterIP' } }
-      };
-    };
-imports:
-- https://calaf.io/profiles/kubernetes/1.0/profile.yaml
-node_types:
-  vendor.nodes.Endpoint:
-    derived_from: calaf.nodes.Root
-    metadata:
-      calaf.render: vendor.render.endpoint
-    attributes:
-      cluster_ip: { type: string }
-topology_template:
-  inputs:
-    greeting: { type: string }
-  node_templates:
-    thing:
-      type: vendor.nodes.Endpoint
-  outputs:
-    url:
-      value: { concat: [ 'http://', { get_attribute: [ thing, cluster_ip ] }, '/', { get_input: greeting } ] }
-`
+// delegatedPackage reads test/multicluster/endpoint: a ConfigMap and a Service of
+// Kubernetes whose cluster IP (allocated by the API server) is in the output url.
+func delegatedPackage(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "test", "multicluster", "endpoint", "service.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
 
 // A Service delegated to the site's own operator (the second control plane): its copy
 // there, with its uploaded package, is deployed by the site's operator, and the hub's
@@ -88,7 +64,7 @@ func TestDelegationKeepsTheSiteRunning(t *testing.T) {
 	ns := c.Namespace(t, "e2e-delegation")
 	g.Expect(remoteClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	kubeconfigSecret(t, ns, "site-a-kubeconfig", kubeconfig)
-	deployFiles(t, suite.kubeconfig, ns, "edge", map[string]string{"service.yaml": delegatedPackage},
+	deployFiles(t, suite.kubeconfig, ns, "edge", map[string]string{"service.yaml": delegatedPackage(t)},
 		"-i", "greeting=hola", "--kubeconfig-secret", "site-a-kubeconfig", "--delegate")
 
 	hub := waitReady(t, ns, "edge", 2*time.Minute)
