@@ -87,10 +87,11 @@ func (r *ServiceSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.rollOut(ctx, set, sites); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.pruneSites(ctx, set, sites); err != nil {
+	deselected, err := r.pruneSites(ctx, set, sites)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	setSetStatus(set, sites)
+	setSetStatus(set, sites, deselected)
 	return ctrl.Result{RequeueAfter: requeueAfter(interval)}, r.patchSetStatus(ctx, before, set)
 }
 

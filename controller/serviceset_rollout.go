@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -91,32 +92,41 @@ func (r *ServiceSetReconciler) apply(ctx context.Context, svc *v1alpha1.Service)
 	return r.Patch(ctx, obj, client.Apply, client.ForceOwnership, client.FieldOwner(setFieldManager))
 }
 
-// pruneSites deletes the Services of the ServiceSet's sites that are no longer selected.
-func (r *ServiceSetReconciler) pruneSites(ctx context.Context, set *v1alpha1.ServiceSet, sites []*site) error {
+// pruneSites deletes the Services of the ServiceSet's sites that are no longer selected,
+// or, when the ServiceSet keeps them, returns their sites (Deselected).
+func (r *ServiceSetReconciler) pruneSites(ctx context.Context, set *v1alpha1.ServiceSet, sites []*site) ([]v1alpha1.SiteStatus, error) {
 	wanted := map[string]bool{}
 	for _, s := range sites {
 		wanted[s.desired.Name] = true
 	}
 	list := &v1alpha1.ServiceList{}
 	if err := r.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingLabels{v1alpha1.LabelServiceSet: set.Name}); err != nil {
-		return err
+		return nil, err
 	}
+	var kept []v1alpha1.SiteStatus
 	for i := range list.Items {
 		svc := &list.Items[i]
 		if wanted[svc.Name] || !metav1.IsControlledBy(svc, set) || svc.DeletionTimestamp != nil {
 			continue
 		}
+		if set.Spec.DeselectedSites == v1alpha1.DeselectedSitesKeep {
+			kept = append(kept, v1alpha1.SiteStatus{Name: svc.Labels[v1alpha1.LabelSite], Service: svc.Name, Phase: v1alpha1.SiteDeselected,
+				Revision: svc.Status.LastAppliedRevision, Reason: v1alpha1.ReasonDeselected, Message: "no longer selected: its Service is kept (deselectedSites: Keep)"})
+			continue
+		}
 		if err := r.Delete(ctx, svc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting Service %s of a site no longer selected: %w", svc.Name, err)
+			return nil, fmt.Errorf("deleting Service %s of a site no longer selected: %w", svc.Name, err)
 		}
 	}
-	return nil
+	slices.SortFunc(kept, func(a, b v1alpha1.SiteStatus) int { return strings.Compare(a.Name, b.Name) })
+	return kept, nil
 }
 
 // setSetStatus aggregates the sites: the count of sites Ready with the change, each
-// site's phase, and the conditions — Ready once every site is, else why not (the
-// rollout stopped at a failed site, or goes on).
-func setSetStatus(set *v1alpha1.ServiceSet, sites []*site) {
+// site's phase (and the deselected sites whose Services are kept, listed, not counted),
+// and the conditions — Ready once every site is, else why not (the rollout stopped at a
+// failed site, or goes on).
+func setSetStatus(set *v1alpha1.ServiceSet, sites []*site, deselected []v1alpha1.SiteStatus) {
 	st := &set.Status
 	st.Sites, st.ReadySites, st.TotalSites = nil, 0, int32(len(sites))
 	var failed, waiting []string
@@ -131,6 +141,7 @@ func setSetStatus(set *v1alpha1.ServiceSet, sites []*site) {
 			waiting = append(waiting, s.name)
 		}
 	}
+	st.Sites = append(st.Sites, deselected...) // listed, not counted
 	st.Summary = fmt.Sprintf("%d/%d", st.ReadySites, st.TotalSites)
 	switch {
 	case len(failed) > 0 && !set.Spec.Rollout.ContinueOnFailure:

@@ -266,3 +266,58 @@ func clusterObject(ns, name string, labels map[string]string) client.Object {
 	obj.SetLabels(labels)
 	return obj
 }
+
+// A ServiceSet that keeps the Services of deselected sites (deselectedSites: Keep): a
+// site whose Secret loses its label keeps its Service and its objects, listed as
+// Deselected (not counted); selected again, it is a site again.
+func TestServiceSetKeepsDeselectedSites(t *testing.T) {
+	remoteCluster(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	remoteNamespace(t, ns)
+	siteSecret(t, ns, "a", "eu", remote.kubeconfig)
+	set := &v1alpha1.ServiceSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "amf"}, Spec: v1alpha1.ServiceSetSpec{
+		Template: v1alpha1.ServiceTemplate{Spec: v1alpha1.ServiceSpec{Source: upload(t, ns, "amf", map[string]string{"service.yaml": sitePackage}),
+			Inputs: jsonInputs(map[string]string{"replicas": "1"})}},
+		Clusters:        v1alpha1.ClusterSelector{SecretSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"calaf.io/site-class": "edge"}}},
+		DeselectedSites: v1alpha1.DeselectedSitesKeep,
+		Interval:        &metav1.Duration{Duration: time.Second},
+	}}
+	g.Expect(env.client.Create(ctx, set)).To(Succeed())
+	key := client.ObjectKeyFromObject(set)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.client.Get(ctx, key, set)).To(Succeed())
+		g.Expect(set.Status.Summary).To(Equal("1/1"))
+	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
+	service := getService(g, client.ObjectKey{Namespace: ns, Name: "amf-a"})
+
+	relabel := func(selected bool) {
+		secret := &corev1.Secret{}
+		g.Expect(env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a-kubeconfig"}, secret)).To(Succeed())
+		if selected {
+			secret.Labels["calaf.io/site-class"] = "edge"
+		} else {
+			delete(secret.Labels, "calaf.io/site-class")
+		}
+		g.Expect(env.client.Update(ctx, secret)).To(Succeed())
+	}
+	relabel(false)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.client.Get(ctx, key, set)).To(Succeed())
+		g.Expect(set.Status.Summary).To(Equal("0/0"))
+		g.Expect(set.Status.Sites).To(ConsistOf(And(HaveField("Name", "a"), HaveField("Service", "amf-a"),
+			HaveField("Phase", v1alpha1.SiteDeselected), HaveField("Reason", v1alpha1.ReasonDeselected))))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	kept := getService(g, client.ObjectKey{Namespace: ns, Name: "amf-a"})
+	g.Expect(kept.UID).To(Equal(service.UID), "the deselected site's Service is the same")
+	g.Expect(kept.DeletionTimestamp).To(BeNil())
+	g.Expect(siteCM(g, remote.client, ns, "amf-a-settings").Data).To(HaveKeyWithValue("replicas", "1"), "its objects are kept")
+
+	relabel(true)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.client.Get(ctx, key, set)).To(Succeed())
+		g.Expect(set.Status.Summary).To(Equal("1/1"))
+		g.Expect(set.Status.Sites).To(ConsistOf(And(HaveField("Name", "a"), HaveField("Phase", v1alpha1.SiteReady))))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+}

@@ -38,6 +38,10 @@ const ReasonKubeConfigInvalid = "KubeConfigInvalid"
 // rollout gives it to no further site until the ServiceSet changes (Ready, Stalled).
 const ReasonRolloutStopped = "RolloutStopped"
 
+// ReasonDeselected: a site of a ServiceSet is no longer selected, and its Service is
+// kept (deselectedSites: Keep); said of the site, in the ServiceSet's status.
+const ReasonDeselected = "Deselected"
+
 // ReasonSelectionFailed: a ServiceSet's clusters cannot be selected — its selector is
 // invalid, two clusters are one site, Cluster API is not installed (Ready, Stalled).
 const ReasonSelectionFailed = "SelectionFailed"

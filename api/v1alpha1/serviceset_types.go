@@ -46,6 +46,14 @@ type ServiceSetSpec struct {
 	// +optional
 	Rollout Rollout `json:"rollout,omitempty"`
 
+	// DeselectedSites says what becomes of the Service of a site no longer selected (its
+	// Secret or Cluster deleted or relabelled): Delete (the default) deletes it, and its
+	// objects with it; Keep leaves it running, listed as Deselected, until it is selected
+	// again or deleted by hand (a label changed by mistake tears no site down).
+	// +kubebuilder:validation:Enum=Delete;Keep
+	// +optional
+	DeselectedSites DeselectedSitesPolicy `json:"deselectedSites,omitempty"`
+
 	// Interval is how often the clusters are selected again (a Secret or Cluster labelled
 	// or unlabelled, added or removed), besides every change of the ServiceSet and of its
 	// Services.
@@ -53,6 +61,14 @@ type ServiceSetSpec struct {
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 }
+
+// DeselectedSitesPolicy is what becomes of the Services of sites no longer selected.
+type DeselectedSitesPolicy string
+
+const (
+	DeselectedSitesDelete DeselectedSitesPolicy = "Delete"
+	DeselectedSitesKeep   DeselectedSitesPolicy = "Keep"
+)
 
 // ServiceTemplate is the Service a ServiceSet makes per site.
 type ServiceTemplate struct {
@@ -124,6 +140,8 @@ const (
 	// SiteFailed has the change and failed with it (its Service Stalled, or not Ready
 	// for a failure).
 	SiteFailed SitePhase = "Failed"
+	// SiteDeselected is no longer selected, its Service kept (deselectedSites: Keep).
+	SiteDeselected SitePhase = "Deselected"
 )
 
 // SiteStatus is one site of a ServiceSet.
