@@ -9,7 +9,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"calaf.io/calaf/api/v1alpha1"
@@ -157,13 +156,7 @@ func childService(parent *v1alpha1.Service, node *render.Node, sub tosca.Substit
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.ServiceKind, Name: parent.Name, UID: parent.UID}}},
 		Spec: spec,
 	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(child)
-	if err != nil {
-		return nil, err
-	}
-	delete(content, "status")
-	unstructured.RemoveNestedField(content, "metadata", "creationTimestamp")
-	return &unstructured.Unstructured{Object: content}, nil
+	return toApply(child)
 }
 
 // childInputs are the inputs a substituted node's properties feed (its property
